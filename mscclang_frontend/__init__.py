@@ -1,0 +1,1 @@
+"""mscclang_frontend."""
