@@ -1,0 +1,3 @@
+from collc.cli import main
+
+main()
