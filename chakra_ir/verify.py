@@ -26,6 +26,7 @@ import numpy as np
 from chakra_ir.collective import Buffer, CollectiveKind, Contents, describe, merge
 from chakra_ir.program import OpKind, Program
 from topologies.errors import CollcError
+from topologies.topology import Topology
 
 SEND, RECV, RECV_REDUCE, COPY, REDUCE = (int(k) for k in OpKind)
 
@@ -452,3 +453,45 @@ def verify(program: Program) -> VerifyReport:
     checker.run(match)
     messages = int(np.count_nonzero(program.kind == SEND))
     return VerifyReport(program.num_ranks, program.num_ops, messages)
+
+
+def verify_routes(program: Program, topology: Topology) -> None:
+    """Check the placement and every Send's route hint against ``topology``.
+
+    Each placed rank must be an NPU of the topology; a route must start at the sender's NPU,
+    end at the receiver's and follow existing links. Raises `VerifyError` (check "structure").
+    """
+    c = program.collective
+    for r in range(program.num_ranks):
+        if not 0 <= c.npu(r) < topology.num_npus:
+            raise VerifyError(
+                "structure",
+                f"rank {r} is placed on NPU {c.npu(r)}, but the topology has {topology.num_npus} NPUs",
+                r,
+            )
+    if not program.has_routes:
+        return
+    offsets = program.route_offsets
+    nodes = program.route_nodes.tolist()
+    rank_of = program.op_rank()
+    for g in np.flatnonzero(np.diff(offsets) > 0).tolist():
+        route = nodes[offsets[g] : offsets[g + 1]]
+        r = int(rank_of[g])
+        problem = ""
+        if int(program.kind[g]) != SEND:
+            problem = "carries a route but is not a send"
+        elif route[0] != c.npu(r) or route[-1] != c.npu(int(program.peer[g])):
+            problem = (
+                f"route {'>'.join(map(str, route))} does not run from NPU {c.npu(r)} "
+                f"to NPU {c.npu(int(program.peer[g]))}"
+            )
+        else:
+            for u, v in zip(route, route[1:], strict=False):
+                if not (0 <= u < topology.num_nodes and 0 <= v < topology.num_nodes) or not (
+                    topology.links_between(u, v)
+                ):
+                    problem = f"route uses {u}>{v}, which is not a link of the topology"
+                    break
+        if problem:
+            local = g - int(program.rank_offsets[r])
+            raise VerifyError("structure", f"{program.describe_op(g)}: {problem}", r, local)

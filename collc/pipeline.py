@@ -16,7 +16,7 @@ from baselines import ALGORITHMS as BASELINES
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import Manifest, chunk_bytes_for, read_output, write_output
 from chakra_ir.program import Program
-from chakra_ir.verify import VerifyReport, verify
+from chakra_ir.verify import VerifyReport, verify, verify_routes
 from topologies import Topology, parse_topology
 from topologies.errors import CollcError
 
@@ -125,6 +125,7 @@ def synthesize(req: Request, *, progress: Callable[[str], None] | None = None) -
     say(f"verifying {program.num_ops} operations")
     t2 = time.perf_counter()
     report = verify(program)
+    verify_routes(program, topology)
     seconds["verify"] = time.perf_counter() - t2
     chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
     manifest = Manifest(
