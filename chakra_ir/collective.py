@@ -302,7 +302,9 @@ class Collective:
 
     def describe(self) -> str:
         """One line: ``allreduce over 8 ranks, 8 chunks per rank, in place``."""
-        text = f"{self.kind.value} over {self.num_ranks} ranks, {self.chunks_per_rank} chunks per rank"
+        text = (
+            f"{self.kind.value} over {self.num_ranks} ranks, {self.chunks_per_rank} chunks per rank"
+        )
         if self.inplace:
             text += ", in place"
         if self.kind.rooted:

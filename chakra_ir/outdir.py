@@ -91,7 +91,9 @@ class Manifest:
                 extra=dict(d.get("extra") or {}),
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise OutputError(f"malformed manifest: missing or bad field {e}", SourcePos(file)) from None
+            raise OutputError(
+                f"malformed manifest: missing or bad field {e}", SourcePos(file)
+            ) from None
         except CollcError as e:
             raise OutputError(e.message, SourcePos(file)) from None
 
@@ -113,7 +115,9 @@ def _atomic_replace_dir(tmp: Path, out: Path) -> None:
         if not out.is_dir():
             raise OutputError(f"{out} exists and is not a folder")
         if any(out.iterdir()) and not (out / MANIFEST).exists():
-            raise OutputError(f"{out} exists, is not empty and is not a collc output folder; not replacing it")
+            raise OutputError(
+                f"{out} exists, is not empty and is not a collc output folder; not replacing it"
+            )
         old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
         os.rename(out, old / out.name)
         os.rename(tmp, out)
@@ -122,7 +126,9 @@ def _atomic_replace_dir(tmp: Path, out: Path) -> None:
         os.rename(tmp, out)
 
 
-def write_output(out: Path | str, program: Program, manifest: Manifest, **et_options: Any) -> list[Path]:
+def write_output(
+    out: Path | str, program: Program, manifest: Manifest, **et_options: Any
+) -> list[Path]:
     """Write ``program`` as ET files plus the manifest into ``out``, atomically.
 
     Returns the files written (inside ``out``). ``et_options`` go to the ET writer.
@@ -159,7 +165,9 @@ def read_manifest(out: Path | str) -> Manifest:
         with open(path) as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
-        raise OutputError(f"malformed JSON: {e.msg}", SourcePos(str(path), e.lineno, e.colno)) from None
+        raise OutputError(
+            f"malformed JSON: {e.msg}", SourcePos(str(path), e.lineno, e.colno)
+        ) from None
     if not isinstance(data, dict):
         raise OutputError("the manifest must be a JSON object", SourcePos(str(path)))
     return Manifest.from_json(data, str(path))

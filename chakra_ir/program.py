@@ -12,10 +12,10 @@ k-th such send with the k-th such receive), like MPI's non-overtaking rule.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +38,8 @@ class OpKind(IntEnum):
     REDUCE = 4
 
 
-class Slice(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Slice:
     """``count`` consecutive slots of ``buffer`` starting at ``index``."""
 
     buffer: Buffer
@@ -173,7 +174,7 @@ class Program:
         cls,
         collective: Collective,
         rank_offsets: npt.ArrayLike,
-        columns: dict[str, npt.ArrayLike],
+        columns: Mapping[str, npt.ArrayLike],
         dep_offsets: npt.ArrayLike,
         deps: npt.ArrayLike,
         buffer_sizes: npt.ArrayLike,
@@ -243,7 +244,9 @@ class Program:
         return self.deps[self.dep_offsets[g] : self.dep_offsets[g + 1]]
 
     def route_of(self, g: int) -> tuple[int, ...]:
-        return tuple(int(x) for x in self.route_nodes[self.route_offsets[g] : self.route_offsets[g + 1]])
+        return tuple(
+            int(x) for x in self.route_nodes[self.route_offsets[g] : self.route_offsets[g + 1]]
+        )
 
     @property
     def has_routes(self) -> bool:
@@ -310,7 +313,9 @@ def _make_op(p: Program, g: int) -> Op:
     hints = NO_HINTS if (not route and ch == -1 and tb == -1) else Hints(route, ch, tb)
     count = int(p.count[g])
     if k is OpKind.SEND:
-        return Send(int(p.peer[g]), _slice(p.src_buf[g], p.src_index[g], count), int(p.tag[g]), deps, hints)
+        return Send(
+            int(p.peer[g]), _slice(p.src_buf[g], p.src_index[g], count), int(p.tag[g]), deps, hints
+        )
     if k in (OpKind.RECV, OpKind.RECV_REDUCE):
         return Recv(
             int(p.peer[g]),
@@ -366,9 +371,8 @@ class ProgramBuilder:
         local = len(self._rows[rank])
         dep_set = list(deps)
         for s in (reads, writes):
-            if s is not None:
-                if s.buffer is Buffer.SCRATCH:
-                    self._scratch[rank] = max(self._scratch[rank], s.index + s.count)
+            if s is not None and s.buffer is Buffer.SCRATCH:
+                self._scratch[rank] = max(self._scratch[rank], s.index + s.count)
         if self.auto_deps:
             dep_set.extend(self._slot_deps(rank, local, reads, writes))
         ordered = tuple(sorted(set(dep_set)))
@@ -437,12 +441,24 @@ class ProgramBuilder:
         return self._add(rank, row, deps, hints, dst if reduce else None, dst)
 
     def copy(
-        self, rank: int, src: Slice, dst: Slice, *, deps: Sequence[int] = (), hints: Hints = NO_HINTS
+        self,
+        rank: int,
+        src: Slice,
+        dst: Slice,
+        *,
+        deps: Sequence[int] = (),
+        hints: Hints = NO_HINTS,
     ) -> int:
         return self._local(OpKind.COPY, rank, src, dst, deps, hints)
 
     def reduce(
-        self, rank: int, src: Slice, dst: Slice, *, deps: Sequence[int] = (), hints: Hints = NO_HINTS
+        self,
+        rank: int,
+        src: Slice,
+        dst: Slice,
+        *,
+        deps: Sequence[int] = (),
+        hints: Hints = NO_HINTS,
     ) -> int:
         """``dst <- dst (+) src``."""
         return self._local(OpKind.REDUCE, rank, src, dst, deps, hints)
@@ -485,7 +501,9 @@ class ProgramBuilder:
         all_deps = [d for rank_deps in self._deps for d in rank_deps]
         dep_offsets = np.zeros(len(all_deps) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in all_deps], out=dep_offsets[1:])
-        flat_deps = np.fromiter((x for d in all_deps for x in d), dtype=np.int32, count=int(dep_offsets[-1]))
+        flat_deps = np.fromiter(
+            (x for d in all_deps for x in d), dtype=np.int32, count=int(dep_offsets[-1])
+        )
         all_routes = [rt for rank_routes in self._routes for rt in rank_routes]
         route_offsets = np.zeros(len(all_routes) + 1, dtype=np.int64)
         np.cumsum([len(rt) for rt in all_routes], out=route_offsets[1:])
@@ -493,10 +511,7 @@ class ProgramBuilder:
             (x for rt in all_routes for x in rt), dtype=np.int32, count=int(route_offsets[-1])
         )
         sizes = np.array(
-            [
-                (c.input_chunks(r), c.output_chunks(r), self._scratch[r])
-                for r in range(n)
-            ],
+            [(c.input_chunks(r), c.output_chunks(r), self._scratch[r]) for r in range(n)],
             dtype=np.int32,
         ).reshape(n, 3)
         return Program.from_columns(

@@ -18,7 +18,18 @@ collectives add ``pre``/``post`` lines per rank listing each slot's contents as
 from __future__ import annotations
 
 from chakra_ir.collective import Buffer, Collective, CollectiveKind, Contents
-from chakra_ir.program import NO_HINTS, Copy, Hints, Op, Program, ProgramBuilder, Recv, Reduce, Send, Slice
+from chakra_ir.program import (
+    NO_HINTS,
+    Copy,
+    Hints,
+    Op,
+    Program,
+    ProgramBuilder,
+    Recv,
+    Reduce,
+    Send,
+    Slice,
+)
 from topologies.errors import CollcError, SourcePos
 
 
@@ -153,7 +164,11 @@ def parse_program(text: str, file: str = "<text>") -> Program:
         raise TextFormError("no 'collective' line", SourcePos(file))
     try:
         kind = CollectiveKind(head["kind"])
-        placement = () if head["placement"] == "identity" else tuple(int(x) for x in head["placement"].split(","))
+        placement = (
+            ()
+            if head["placement"] == "identity"
+            else tuple(int(x) for x in head["placement"].split(","))
+        )
         if kind is CollectiveKind.CUSTOM:
             coll = Collective(
                 kind,
@@ -181,7 +196,9 @@ def parse_program(text: str, file: str = "<text>") -> Program:
         try:
             expect = int(tokens[0])
             if expect != builder.num_ops(r):
-                raise TextFormError(f"operation id {expect} out of order (expected {builder.num_ops(r)})", pos)
+                raise TextFormError(
+                    f"operation id {expect} out of order (expected {builder.num_ops(r)})", pos
+                )
             f = _fields(tokens[2:])
             deps = tuple(int(d) for d in f["deps"].split(",")) if "deps" in f else ()
             route = tuple(int(x) for x in f["route"].split(">")) if "route" in f else ()
@@ -192,7 +209,9 @@ def parse_program(text: str, file: str = "<text>") -> Program:
             if tokens[1] == "send":
                 op = Send(int(f["to"]), _slice(f["src"], pos), int(f["tag"]), deps, hints)
             elif tokens[1] == "recv":
-                op = Recv(int(f["from"]), _slice(f["dst"], pos), int(f["tag"]), "reduce" in f, deps, hints)
+                op = Recv(
+                    int(f["from"]), _slice(f["dst"], pos), int(f["tag"]), "reduce" in f, deps, hints
+                )
             elif tokens[1] == "copy":
                 op = Copy(_slice(f["src"], pos), _slice(f["dst"], pos), deps, hints)
             elif tokens[1] == "reduce":
@@ -204,6 +223,8 @@ def parse_program(text: str, file: str = "<text>") -> Program:
             raise TextFormError(f"cannot read operation: {e}", pos) from None
     program = builder.build()
     if len(sizes) != program.num_ranks:
-        raise TextFormError(f"{len(sizes)} rank lines for {program.num_ranks} ranks", SourcePos(file))
+        raise TextFormError(
+            f"{len(sizes)} rank lines for {program.num_ranks} ranks", SourcePos(file)
+        )
     program.buffer_sizes[:] = sizes
     return program

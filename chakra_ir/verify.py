@@ -18,6 +18,7 @@ operation and, where one is involved, the chunk:
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass
 
@@ -72,7 +73,7 @@ class _Checker:
         p, n = self.p, self.n
         c = p.collective
         R = p.num_ranks
-        if R != c.num_ranks:
+        if c.num_ranks != R:
             raise VerifyError("structure", f"program has {R} ranks, collective {c.num_ranks}")
         if p.buffer_sizes.shape != (R, 3):
             raise VerifyError("structure", "buffer sizes must list input, output, scratch per rank")
@@ -130,7 +131,9 @@ class _Checker:
         bad = np.flatnonzero((p.deps < 0) | (p.deps >= dep_limit))
         if bad.size:
             g = int(dep_owner[bad[0]])
-            raise self.fail("structure", g, f"depends on operation {int(p.deps[bad[0]])}, which does not exist")
+            raise self.fail(
+                "structure", g, f"depends on operation {int(p.deps[bad[0]])}, which does not exist"
+            )
         return self.match()
 
     def match(self) -> np.ndarray:
@@ -153,9 +156,13 @@ class _Checker:
             # The smaller key at the first difference has no partner.
             cand: list[tuple[tuple[int, int], int, str]] = []
             if i < len(s_keys):
-                cand.append(((int(s_keys[i, 0]), int(s_keys[i, 1])), int(sends[s_order[i]]), "send"))
+                cand.append(
+                    ((int(s_keys[i, 0]), int(s_keys[i, 1])), int(sends[s_order[i]]), "send")
+                )
             if i < len(r_keys):
-                cand.append(((int(r_keys[i, 0]), int(r_keys[i, 1])), int(recvs[r_order[i]]), "recv"))
+                cand.append(
+                    ((int(r_keys[i, 0]), int(r_keys[i, 1])), int(recvs[r_order[i]]), "recv")
+                )
             key, g, what = min(cand)
             src, dst = divmod(key[0], R)
             if what == "send":
@@ -206,9 +213,9 @@ class _Checker:
             (p.src_buf, p.src_index, p.src_buf >= 0),
             (p.dst_buf, p.dst_index, p.dst_buf >= 0),
         ):
-            b = np.where(used, buf, 0).astype(np.int64)
-            tb = target[rank, b]
-            addr = rank_base[rank] + bases[rank, tb] + shift[rank, b] + idx
+            logical = np.where(used, buf, 0).astype(np.int64)
+            phys = target[rank, logical]
+            addr = rank_base[rank] + bases[rank, phys] + shift[rank, logical] + idx
             out.append(np.where(used, addr, -1).tolist())
         return out[0], out[1], rank_base.tolist(), int(rank_base[-1])
 
@@ -295,11 +302,15 @@ class _Checker:
             step += 1
             k = kind[g]
             cnt = count[g]
-            if k == SEND or k == COPY or k == REDUCE:
+            if k in (SEND, COPY, REDUCE):
                 a = src_addr[g]
                 for addr in range(a, a + cnt):
                     if mem[addr] is None:
-                        raise self.fail("semantics", g, f"reads {self.slot_name(addr, rank_base)}, which holds no chunk")
+                        raise self.fail(
+                            "semantics",
+                            g,
+                            f"reads {self.slot_name(addr, rank_base)}, which holds no chunk",
+                        )
                     w = last_w[addr]
                     if w >= 0 and not ordered(w, g):
                         raise race(w, g, addr)
@@ -313,7 +324,7 @@ class _Checker:
                     inflight[g] = payload
             if k != SEND:
                 d = dst_addr[g]
-                if k == RECV or k == RECV_REDUCE:
+                if k in (RECV, RECV_REDUCE):
                     payload = inflight.pop(match_l[g])
                 for i in range(cnt):
                     addr = d + i
@@ -330,14 +341,16 @@ class _Checker:
                         if w >= 0 and w != g and not ordered(w, g):
                             raise race(w, g, addr)
                     last_w[addr] = g
-                    if k == RECV or k == COPY:
+                    if k in (RECV, COPY):
                         mem[addr] = payload[i]
                     else:
                         have = mem[addr]
                         val = payload[i]
                         if have is None:
                             raise self.fail(
-                                "semantics", g, f"reduces into {self.slot_name(addr, rank_base)}, which holds no chunk"
+                                "semantics",
+                                g,
+                                f"reduces into {self.slot_name(addr, rank_base)}, which holds no chunk",
                             )
                         assert val is not None
                         merged = merge(have, val)
@@ -393,7 +406,9 @@ class _Checker:
             if x in seen and x in stuck_set and p.deps_of(x).size:
                 cycle = [y for y, i in sorted(seen.items(), key=lambda t: t[1]) if i >= seen[x]]
                 ids = " -> ".join(str(y - base) for y in reversed(cycle))
-                return self.fail("progress", x, f"dependency cycle on rank {r}: operations {ids} -> {x - base}")
+                return self.fail(
+                    "progress", x, f"dependency cycle on rank {r}: operations {ids} -> {x - base}"
+                )
         for g in stuck:
             m = int(match[g])
             if m >= 0 and m in stuck_set:
@@ -486,7 +501,7 @@ def verify_routes(program: Program, topology: Topology) -> None:
                 f"to NPU {c.npu(int(program.peer[g]))}"
             )
         else:
-            for u, v in zip(route, route[1:], strict=False):
+            for u, v in itertools.pairwise(route):
                 if not (0 <= u < topology.num_nodes and 0 <= v < topology.num_nodes) or not (
                     topology.links_between(u, v)
                 ):

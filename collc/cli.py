@@ -112,12 +112,13 @@ def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> di
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    click.echo(
-        f"{s['algorithm']} {s['collective']} over {s['ranks']} ranks on {s['topology']}"
-    )
+    click.echo(f"{s['algorithm']} {s['collective']} over {s['ranks']} ranks on {s['topology']}")
     rows = [
-        ("size", f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
-         f"{s['chunks_per_rank']} chunks per rank)"),
+        (
+            "size",
+            f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
+            f"{s['chunks_per_rank']} chunks per rank)",
+        ),
         ("operations", f"{s['operations']} ({s['messages']} messages)"),
         ("verified", ", ".join(s["verified"])),
         ("seconds", ", ".join(f"{k} {v:.3f}" for k, v in s["seconds"].items())),
@@ -130,16 +131,52 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 @cli.command()
-@click.option("--topology", "-t", required=True, help="Topology spec (see topologies/SPEC.md) or file.")
-@click.option("--collective", "-c", required=True, callback=_collective, help="allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce, gather, scatter.")
-@click.option("--algorithm", "-a", type=click.Choice(list(pipeline.algorithms())), default=pipeline.DEFAULT_ALGORITHM, show_default=True)
-@click.option("--size", "size", default="1MiB", show_default=True, callback=_size, help="Collective size as nccl-tests counts it: the largest buffer.")
-@click.option("--chunks-per-rank", type=int, default=None, help="Chunk granularity (default: the algorithm's natural one).")
+@click.option(
+    "--topology", "-t", required=True, help="Topology spec (see topologies/SPEC.md) or file."
+)
+@click.option(
+    "--collective",
+    "-c",
+    required=True,
+    callback=_collective,
+    help="allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce, gather, scatter.",
+)
+@click.option(
+    "--algorithm",
+    "-a",
+    type=click.Choice(list(pipeline.algorithms())),
+    default=pipeline.DEFAULT_ALGORITHM,
+    show_default=True,
+)
+@click.option(
+    "--size",
+    "size",
+    default="1MiB",
+    show_default=True,
+    callback=_size,
+    help="Collective size as nccl-tests counts it: the largest buffer.",
+)
+@click.option(
+    "--chunks-per-rank",
+    type=int,
+    default=None,
+    help="Chunk granularity (default: the algorithm's natural one).",
+)
 @click.option("--inplace", is_flag=True, help="Run in place (MSCCLang aliasing).")
-@click.option("--root", type=int, default=0, show_default=True, help="Root rank of broadcast/reduce/gather/scatter.")
-@click.option("--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default: all NPUs).")
+@click.option(
+    "--root",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Root rank of broadcast/reduce/gather/scatter.",
+)
+@click.option(
+    "--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default: all NPUs)."
+)
 @click.option("--seed", type=int, default=None, help="Seed for randomized algorithms.")
-@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True, help="Output folder.")
+@click.option(
+    "--output", "-o", "out", type=click.Path(path_type=Path), required=True, help="Output folder."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
 def synthesize(
@@ -217,11 +254,20 @@ DEMO_TOPOLOGY = "mesh:4x4,bw=50GB/s,lat=500ns"
 
 
 @cli.command()
-@click.option("--output", "-o", "out", type=click.Path(path_type=Path), default=Path("collc-demo"), show_default=True)
+@click.option(
+    "--output",
+    "-o",
+    "out",
+    type=click.Path(path_type=Path),
+    default=Path("collc-demo"),
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True)
 def demo(out: Path, as_json: bool) -> None:
     """The built-in example end to end: an all-reduce on a 4x4 mesh, verified, written, read back."""
-    req = pipeline.Request(DEMO_TOPOLOGY, CollectiveKind.ALLREDUCE, pipeline.DEFAULT_ALGORITHM, 64 << 20)
+    req = pipeline.Request(
+        DEMO_TOPOLOGY, CollectiveKind.ALLREDUCE, pipeline.DEFAULT_ALGORITHM, 64 << 20
+    )
     result = pipeline.synthesize(req)
     files = pipeline.write(result, out)
     _, again, _ = pipeline.load(out)

@@ -55,10 +55,14 @@ def parse_placement(text: str, topology: Topology) -> tuple[int, ...]:
             else:
                 npus.append(int(part))
         except ValueError:
-            raise CollcError(f"--placement: cannot read {part!r} (use NPU ids like 0,2,4-7)") from None
+            raise CollcError(
+                f"--placement: cannot read {part!r} (use NPU ids like 0,2,4-7)"
+            ) from None
     for n in npus:
         if not 0 <= n < topology.num_npus:
-            raise CollcError(f"--placement: NPU {n} is not in the topology (NPUs 0..{topology.num_npus - 1})")
+            raise CollcError(
+                f"--placement: NPU {n} is not in the topology (NPUs 0..{topology.num_npus - 1})"
+            )
     if len(set(npus)) != len(npus):
         raise CollcError("--placement names an NPU twice")
     return tuple(npus)
@@ -96,7 +100,9 @@ def synthesize(req: Request, *, progress: Callable[[str], None] | None = None) -
     topology = parse_topology(req.topology)
     registry = algorithms()
     if req.algorithm not in registry:
-        raise CollcError(f"unknown algorithm {req.algorithm!r} (expected one of {', '.join(registry)})")
+        raise CollcError(
+            f"unknown algorithm {req.algorithm!r} (expected one of {', '.join(registry)})"
+        )
     algo = registry[req.algorithm]
     if req.collective not in algo.collectives:
         served = ", ".join(sorted(k.value for k in algo.collectives))

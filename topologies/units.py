@@ -51,7 +51,9 @@ def parse_size_bytes(text: str, pos: SourcePos | None = None) -> int:
     """``64MiB`` -> 67108864. A bare number is bytes. Must be a positive whole number of bytes."""
     value, unit = _split(text, "size", pos)
     if unit not in _SIZE_UNITS:
-        raise SpecError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)", pos)
+        raise SpecError(
+            f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)", pos
+        )
     nbytes = value * _SIZE_UNITS[unit]
     if nbytes <= 0 or nbytes != int(nbytes):
         raise SpecError(f"size {text!r} must be a positive whole number of bytes", pos)

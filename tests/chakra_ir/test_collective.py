@@ -51,7 +51,11 @@ def test_inplace_aliases() -> None:
 
 
 def test_postconditions() -> None:
-    assert Collective(K.ALLGATHER, 3, 1).expected_output(1) == [chunk(0, 0), chunk(1, 0), chunk(2, 0)]
+    assert Collective(K.ALLGATHER, 3, 1).expected_output(1) == [
+        chunk(0, 0),
+        chunk(1, 0),
+        chunk(2, 0),
+    ]
     assert Collective(K.ALLREDUCE, 3, 2).expected_output(0) == [((0, 0b111),), ((1, 0b111),)]
     assert Collective(K.REDUCE_SCATTER, 3, 1).expected_output(2) == [((2, 0b111),)]
     assert Collective(K.ALLTOALL, 2, 1).expected_output(1) == [chunk(0, 1), chunk(1, 1)]
@@ -88,7 +92,9 @@ def test_validation() -> None:
 def test_dict_round_trip() -> None:
     cs = [
         Collective(K.GATHER, 4, 2, inplace=True, root=3, placement=(7, 5, 3, 1), name="g"),
-        custom_collective(2, [[chunk(0, 0)], [chunk(1, 0)]], [[None, chunk(1, 0)], [chunk(0, 0), None]]),
+        custom_collective(
+            2, [[chunk(0, 0)], [chunk(1, 0)]], [[None, chunk(1, 0)], [chunk(0, 0), None]]
+        ),
     ]
     for c in cs:
         assert collective_from_dict(collective_to_dict(c)) == c
