@@ -2,7 +2,8 @@
 
 A spec is read in three steps: `topologies.spec` splits it, a generator (or a file reader) makes
 the `Blueprint`, and the link overrides and failures of the spec are applied here. The canonical
-spec of the result lists every option explicitly, in `OPTION_ORDER`.
+spec of the result lists every option explicitly, in the order bw, lat, l1, l2bw, links (the
+generator's, always), then linkbw, linklat, fail, fail_random, seed (when used).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def load_topology_file(path: str | os.PathLike[str]) -> Topology:
     return topology
 
 
-def from_networkx(g: nx.DiGraph | nx.Graph, num_npus: int | None = None) -> Topology:
+def from_networkx(g: nx.DiGraph[Any] | nx.Graph[Any], num_npus: int | None = None) -> Topology:
     """A topology from a networkx graph whose nodes are the integers ``0..N-1``.
 
     Nodes below ``num_npus`` (default: the graph attribute ``num_npus``, else every node) are
@@ -103,7 +104,10 @@ def from_networkx(g: nx.DiGraph | nx.Graph, num_npus: int | None = None) -> Topo
             raise SpecError(f"from_networkx: self-loop at node {u}")
         lat = _attribute(data, "latency_ns", generators.DEFAULT_LATENCY, parse_time_ns, 0.0)
         bw = _attribute(
-            data, "bandwidth_bytes_per_ns", generators.DEFAULT_BANDWIDTH, parse_bandwidth_bytes_per_ns
+            data,
+            "bandwidth_bytes_per_ns",
+            generators.DEFAULT_BANDWIDTH,
+            parse_bandwidth_bytes_per_ns,
         )
         dim = data.get("dim", -1)
         if isinstance(dim, bool) or not isinstance(dim, int):
@@ -156,7 +160,9 @@ def _generate(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
             "switch": (generators.switch, SWITCH),
         }
         make, dim_kind = makers[kind]
-        generators.check_size(n, generators.grid_link_count((n,), (dim_kind,)), reader.pos(shape.col))
+        generators.check_size(
+            n, generators.grid_link_count((n,), (dim_kind,)), reader.pos(shape.col)
+        )
         return make(n, bw[0], lat[0])
     if kind in ("mesh", "torus"):
         sizes = tuple(
@@ -173,6 +179,7 @@ def _generate(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
                 f"hypercube dimension {d} is too large (at most {_MAX_HYPERCUBE})", shape.col
             )
         bw, lat = _values(reader, syntax, d, generators.DEFAULT_BANDWIDTH)
+        _check_grid(reader, shape, (2,) * d, (LINE,) * d)
         return generators.hypercube(d, bw, lat)
     if kind == "stack":
         dims: list[tuple[int, str]] = []
@@ -307,8 +314,9 @@ def _finish(reader: SpecReader, syntax: SpecSyntax, blueprint: Blueprint) -> Top
         if option is None:
             return chosen
         for entry in reader.entries(option.value, name):
+            fields: list[Token] = []
             if with_value is None:
-                pair, fields = reader.pair(entry, name), []
+                pair = reader.pair(entry, name)
             else:
                 pair, fields = reader.pair_with_fields(entry, name)
                 if len(fields) != 1:

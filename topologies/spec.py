@@ -3,7 +3,7 @@
 Grammar (spaces around tokens are ignored; ``[ ]`` in the right column are literal brackets)::
 
     spec      := KIND ":" SHAPE ("," OPTION)*
-               | PATH                                  a bare path ending .yaml, .yml or .json
+               | PATH ("," OPTION)*                    a bare path ending .yaml, .yml or .json
     KIND      := ring | uniring | fc | switch | mesh | torus | hypercube | stack | fred
                | graph | file                          (case-insensitive)
     SHAPE     := N                                     ring, uniring, fc, switch, fred: NPU count
@@ -53,20 +53,7 @@ KINDS = (
 )
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
-#: Canonical order of options in `Topology.spec`.
-OPTION_ORDER = (
-    "bw",
-    "lat",
-    "l1",
-    "l2bw",
-    "links",
-    "linkbw",
-    "linklat",
-    "fail",
-    "fail_random",
-    "seed",
-)
-
+_GIB_PER_S = 2**30 / 1e9  # GiB/s in bytes per ns, as units.py converts it
 _PAIR = re.compile(r"(\d+)\s*([->])\s*(\d+)")
 
 
@@ -198,6 +185,8 @@ class SpecReader:
 
     def integer(self, token: Token, what: str, minimum: int) -> int:
         """A decimal integer >= ``minimum``."""
+        if not token.text:
+            raise self.error(f"missing {what}", token.col)
         if not token.text.isdigit() or not token.text.isascii():
             kind = "positive" if minimum >= 1 else "non-negative"
             raise self.error(f"{what} {token.text!r} is not a {kind} integer", token.col)
@@ -250,7 +239,7 @@ class SpecReader:
                 raise self.error(f"empty {what} entry", item.col)
         return items
 
-    def pair_with_fields(self, token: Token, what: str, fields: str) -> tuple[Pair, list[Token]]:
+    def pair_with_fields(self, token: Token, what: str) -> tuple[Pair, list[Token]]:
         """``PAIR:x:y...`` -> the pair and the tokens after it."""
         pieces = self.split(token, ":")
         for piece in pieces[1:]:
@@ -288,8 +277,13 @@ def format_number(value: float) -> str:
 
 
 def format_bandwidth(bytes_per_ns: float) -> str:
-    """``50.0`` -> ``50GB/s`` (1 GB/s is exactly 1 byte per ns, so this round-trips)."""
-    return f"{format_number(bytes_per_ns)}GB/s"
+    """``50.0`` -> ``50GB/s``; ``53.6870912`` -> ``50GiB/s``. The shorter of the two forms that
+    reads back as exactly the same float."""
+    text = f"{format_number(bytes_per_ns)}GB/s"
+    gib = format_number(bytes_per_ns / _GIB_PER_S)
+    if float(gib) * _GIB_PER_S == bytes_per_ns and len(gib) + 5 < len(text):
+        return f"{gib}GiB/s"
+    return text
 
 
 def format_latency(ns: float) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from topologies.errors import SourcePos, TopologyError
+from topologies.errors import TopologyError
 from topologies.routing import (
     GridLayout,
     Router,
@@ -72,7 +72,8 @@ class Topology:
         self._router: Router = router if router is not None else ShortestPathRouter()
         self._layout = layout
         self._links = tuple(
-            Link(i, s, d, float(lat), float(bw), dim) for i, (s, d, lat, bw, dim) in enumerate(links)
+            Link(i, s, d, float(lat), float(bw), dim)
+            for i, (s, d, lat, bw, dim) in enumerate(links)
         )
         n = self._num_nodes
         out: list[list[Link]] = [[] for _ in range(n)]
@@ -244,11 +245,11 @@ class Topology:
 
     # --- whole-graph views ------------------------------------------------------------------
 
-    def to_networkx(self) -> nx.MultiDiGraph:
+    def to_networkx(self) -> nx.MultiDiGraph[int]:
         """A fresh MultiDiGraph: node attr ``switch``; edge key = link index, edge attrs
         ``index``, ``latency_ns``, ``bandwidth_bytes_per_ns``, ``dim``; graph attrs ``name``,
         ``spec``, ``num_npus``."""
-        g: nx.MultiDiGraph = nx.MultiDiGraph(
+        g: nx.MultiDiGraph[int] = nx.MultiDiGraph(
             name=self._name, spec=self._spec, num_npus=self._num_npus
         )
         for node in range(self._num_nodes):
@@ -271,19 +272,22 @@ class Topology:
         The message names an isolated NPU (``NPU 3 has no links``) or an unreachable pair
         (``NPU 3 cannot reach NPU 7``).
         """
-        pos = SourcePos(file="<spec>", text=self._spec) if self._spec else None
-        suffix = f" (after {len(self._failed)} failed links)" if self._failed else ""
+        suffix = ""
+        if self._failed:
+            shown = ", ".join(f"{u}>{v}" for u, v in self._failed[:8])
+            more = ", ..." if len(self._failed) > 8 else ""
+            suffix = f" (failed links: {shown}{more})"
         for v in range(self._num_npus):
             if not self._out[v] and not self._in[v]:
-                raise TopologyError(f"NPU {v} has no links{suffix}", pos)
+                raise TopologyError(f"NPU {v} has no links{suffix}")
         forward = bfs_parents(self._succ, 0)
         backward = bfs_parents(self._pred, 0)
         for v in range(1, self._num_npus):
             if forward[v] < 0:
-                raise TopologyError(f"NPU 0 cannot reach NPU {v}{suffix}", pos)
+                raise TopologyError(f"NPU 0 cannot reach NPU {v}{suffix}")
         for v in range(1, self._num_npus):
             if backward[v] < 0:
-                raise TopologyError(f"NPU {v} cannot reach NPU 0{suffix}", pos)
+                raise TopologyError(f"NPU {v} cannot reach NPU 0{suffix}")
 
     # --- identity ---------------------------------------------------------------------------
 
