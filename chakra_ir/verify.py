@@ -18,6 +18,7 @@ operation and, where one is involved, the chunk:
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import deque
 from dataclasses import dataclass
@@ -220,16 +221,16 @@ class _Checker:
         return out[0], out[1], rank_base.tolist(), int(rank_base[-1])
 
     # -- progress, semantics and races in one pass ---------------------------------------------
-    def run(self, match: np.ndarray) -> None:
+    def order(self, match: np.ndarray) -> np.ndarray:
+        """A topological order of all operations (Kahn, FIFO), or a progress error.
+
+        Edges are the dependencies and each send -> its matched receive: with unbounded
+        bandwidth and buffering, a send never waits, so this order exists iff nothing deadlocks.
+        """
         p, n = self.p, self.n
-        src_addr, dst_addr, rank_base, total = self.addresses()
-        c = p.collective
-        R = p.num_ranks
-        # Global dependency edges parent -> child.
         owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(p.dep_offsets))
         parent = p.deps.astype(np.int64) + p.rank_offsets[self.rank_of[owner]]
-        order = np.argsort(parent, kind="stable")
-        children = owner[order].tolist()
+        children = owner[np.argsort(parent, kind="stable")].tolist()
         child_off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(parent, minlength=n), out=child_off[1:])
         child_off_l = child_off.tolist()
@@ -240,140 +241,173 @@ class _Checker:
         recv_of[match[is_recv]] = np.flatnonzero(is_recv)
         recv_of_l = recv_of.tolist()
         indeg_l = indeg.tolist()
-        kind = p.kind.tolist()
-        count = p.count.tolist()
-        dep_off = p.dep_offsets.tolist()
-        gdeps = (p.deps.astype(np.int64) + p.rank_offsets[self.rank_of[owner]]).tolist()
-        match_l = match.tolist()
-
-        mem: list[Contents | None] = [None] * total
-        for r in range(R):
-            init = c.initial_input(r)
-            base_in = rank_base[r]
-            b, shift = c.physical(r, Buffer.INPUT, 0)
-            start = base_in + (int(p.buffer_sizes[r, 0]) if b is Buffer.OUTPUT else 0) + shift
-            mem[start : start + len(init)] = init
-        last_w = [-1] * total
-        readers: list[list[int] | None] = [None] * total
-        pos = [-1] * n
-        inflight: dict[int, list[Contents | None]] = {}
-
-        cur_deps: list[set[int] | None] = [None]
-
-        def ordered(a: int, b: int) -> bool:
-            """Whether operation a happens before operation b (the one running now)."""
-            direct = cur_deps[0]
-            if direct is None:
-                direct = cur_deps[0] = set(gdeps[dep_off[b] : dep_off[b + 1]])
-            if a in direct:
-                return True
-            pa = pos[a]
-            seen = {b}
-            stack = [b]
-            while stack:
-                x = stack.pop()
-                preds = gdeps[dep_off[x] : dep_off[x + 1]]
-                m = match_l[x]
-                if m >= 0:
-                    # Popped last: local dependencies are searched first.
-                    preds = [m, *preds]
-                for y in preds:
-                    if y == a:
-                        return True
-                    if y not in seen and pos[y] > pa:
-                        seen.add(y)
-                        stack.append(y)
-            return False
-
-        def race(a: int, b: int, addr: int) -> VerifyError:
-            return self.fail(
-                "race",
-                b,
-                f"{self.slot_name(addr, rank_base)} is also accessed by "
-                f"{self.where(a)[0]} and the two are not ordered by dependencies",
-            )
-
         queue = deque(i for i in range(n) if indeg_l[i] == 0)
-        step = 0
+        popleft, push = queue.popleft, queue.append
+        out: list[int] = []
+        emit = out.append
         while queue:
-            g = queue.popleft()
-            cur_deps[0] = None
-            pos[g] = step
-            step += 1
-            k = kind[g]
-            cnt = count[g]
-            if k in (SEND, COPY, REDUCE):
-                a = src_addr[g]
-                for addr in range(a, a + cnt):
-                    if mem[addr] is None:
-                        raise self.fail(
-                            "semantics",
-                            g,
-                            f"reads {self.slot_name(addr, rank_base)}, which holds no chunk",
-                        )
-                    w = last_w[addr]
-                    if w >= 0 and not ordered(w, g):
-                        raise race(w, g, addr)
-                    rs = readers[addr]
-                    if rs is None:
-                        readers[addr] = [g]
-                    else:
-                        rs.append(g)
-                payload = mem[a : a + cnt]
-                if k == SEND:
-                    inflight[g] = payload
-            if k != SEND:
-                d = dst_addr[g]
-                if k in (RECV, RECV_REDUCE):
-                    payload = inflight.pop(match_l[g])
-                for i in range(cnt):
-                    addr = d + i
-                    rs = readers[addr]
-                    if rs is not None:
-                        # Each reader was ordered after the last writer when it read, so
-                        # ordering every reader before g orders the writer too.
-                        for x in rs:
-                            if x != g and not ordered(x, g):
-                                raise race(x, g, addr)
-                        readers[addr] = None
-                    else:
-                        w = last_w[addr]
-                        if w >= 0 and w != g and not ordered(w, g):
-                            raise race(w, g, addr)
-                    last_w[addr] = g
-                    if k in (RECV, COPY):
-                        mem[addr] = payload[i]
-                    else:
-                        have = mem[addr]
-                        val = payload[i]
-                        if have is None:
-                            raise self.fail(
-                                "semantics",
-                                g,
-                                f"reduces into {self.slot_name(addr, rank_base)}, which holds no chunk",
-                            )
-                        assert val is not None
-                        merged = merge(have, val)
-                        if merged is None:
-                            raise self.fail(
-                                "semantics",
-                                g,
-                                f"reduces {describe(val)} into {self.slot_name(addr, rank_base)}, which "
-                                f"already holds {describe(have)}: a contribution would count twice",
-                            )
-                        mem[addr] = merged
+            g = popleft()
+            emit(g)
+            rv = recv_of_l[g]
+            if rv >= 0:
+                indeg_l[rv] -= 1
+                if indeg_l[rv] == 0:
+                    push(rv)
             for j in range(child_off_l[g], child_off_l[g + 1]):
                 ch = children[j]
                 indeg_l[ch] -= 1
                 if indeg_l[ch] == 0:
-                    queue.append(ch)
-            if k == SEND:
-                rv = recv_of_l[g]
-                indeg_l[rv] -= 1
-                if indeg_l[rv] == 0:
-                    queue.append(rv)
-        if step < n:
-            raise self.deadlock(pos, match)
+                    push(ch)
+        if len(out) < n:
+            ran = np.zeros(n, dtype=np.bool_)
+            ran[out] = True
+            raise self.deadlock(ran, match)
+        return np.array(out, dtype=np.int64)
+
+    def run(self, match: np.ndarray) -> None:
+        """Symbolic execution and race checks, over the operations in execution order.
+
+        Operations are renumbered by their position in `order` so that the loop walks its
+        arrays front to back (millions of operations scattered over ranks would otherwise
+        cost a cache miss per field). ``perm[i]`` is the global index of position ``i``.
+        """
+        p, n = self.p, self.n
+        src_addr, dst_addr, rank_base, total = self.addresses()
+        c = p.collective
+        perm = self.order(match)
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n, dtype=np.int64)
+        dep_count = np.diff(p.dep_offsets)[perm]
+        dep_off_e = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(dep_count, out=dep_off_e[1:])
+        gather = np.repeat(p.dep_offsets[:-1][perm] - dep_off_e[:-1], dep_count) + np.arange(
+            int(dep_off_e[-1]), dtype=np.int64
+        )
+        dep_owner = np.repeat(perm, dep_count)
+        dep_global = p.deps[gather].astype(np.int64) + p.rank_offsets[self.rank_of[dep_owner]]
+        deps = inv[dep_global].tolist()
+        dep_off = dep_off_e.tolist()
+        kind = p.kind[perm].tolist()
+        count = p.count[perm].tolist()
+        src = np.asarray(src_addr, dtype=np.int64)[perm].tolist()
+        dst = np.asarray(dst_addr, dtype=np.int64)[perm].tolist()
+        m = match[perm]
+        sent_by = np.where(m >= 0, inv[np.maximum(m, 0)], -1).tolist()
+        perm_l = perm.tolist()
+        del src_addr, dst_addr, m, gather, dep_owner, dep_global
+
+        mem: list[Contents | None] = [None] * total
+        for r in range(p.num_ranks):
+            init = c.initial_input(r)
+            b, shift = c.physical(r, Buffer.INPUT, 0)
+            start = rank_base[r] + (int(p.buffer_sizes[r, 0]) if b is Buffer.OUTPUT else 0) + shift
+            mem[start : start + len(init)] = init
+        last_w = [-1] * total
+        readers: list[list[int] | None] = [None] * total
+        inflight: dict[int, list[Contents | None]] = {}
+
+        def reaches(a: int, b: int) -> bool:
+            """Whether position a happens before position b, searching b's ancestors.
+
+            Only ancestors after a in the execution order can lie on a path from a, so the
+            search stops at earlier positions.
+            """
+            seen = {b}
+            stack = [b]
+            while stack:
+                x = stack.pop()
+                preds = deps[dep_off[x] : dep_off[x + 1]]
+                s = sent_by[x]
+                if s >= 0:
+                    # Popped last: local dependencies are searched first.
+                    preds = [s, *preds]
+                for y in preds:
+                    if y == a:
+                        return True
+                    if y > a and y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+            return False
+
+        def fail(check: str, i: int, message: str) -> VerifyError:
+            return self.fail(check, perm_l[i], message)
+
+        def race(a: int, b: int, addr: int) -> VerifyError:
+            return fail(
+                "race",
+                b,
+                f"{self.slot_name(addr, rank_base)} is also accessed by "
+                f"{self.where(perm_l[a])[0]} and the two are not ordered by dependencies",
+            )
+
+        for i in range(n):
+            k = kind[i]
+            cnt = count[i]
+            # Direct dependencies answer almost every ordering question; big lists become sets.
+            direct: list[int] | set[int] = deps[dep_off[i] : dep_off[i + 1]]
+            if len(direct) > 8:
+                direct = set(direct)
+            if k != RECV and k != RECV_REDUCE:  # noqa: PLR1714 - the hot loop
+                a = src[i]
+                for addr in range(a, a + cnt):
+                    if mem[addr] is None:
+                        raise fail(
+                            "semantics",
+                            i,
+                            f"reads {self.slot_name(addr, rank_base)}, which holds no chunk",
+                        )
+                    w = last_w[addr]
+                    if w >= 0 and w not in direct and not reaches(w, i):
+                        raise race(w, i, addr)
+                    rs = readers[addr]
+                    if rs is None:
+                        readers[addr] = [i]
+                    else:
+                        rs.append(i)
+                if k == SEND:
+                    inflight[i] = mem[a : a + cnt]
+                    continue
+                payload = mem[a : a + cnt]
+            else:
+                payload = inflight.pop(sent_by[i])
+            d = dst[i]
+            plain = k == RECV or k == COPY  # noqa: PLR1714
+            for j in range(cnt):
+                addr = d + j
+                rs = readers[addr]
+                if rs is not None:
+                    # Each reader was ordered after the last writer when it read, so
+                    # ordering every reader before i orders the writer too.
+                    for x in rs:
+                        if x != i and x not in direct and not reaches(x, i):
+                            raise race(x, i, addr)
+                    readers[addr] = None
+                else:
+                    w = last_w[addr]
+                    if w >= 0 and w != i and w not in direct and not reaches(w, i):
+                        raise race(w, i, addr)
+                last_w[addr] = i
+                if plain:
+                    mem[addr] = payload[j]
+                else:
+                    have = mem[addr]
+                    val = payload[j]
+                    if have is None:
+                        raise fail(
+                            "semantics",
+                            i,
+                            f"reduces into {self.slot_name(addr, rank_base)}, which holds no chunk",
+                        )
+                    assert val is not None
+                    merged = merge(have, val)
+                    if merged is None:
+                        raise fail(
+                            "semantics",
+                            i,
+                            f"reduces {describe(val)} into {self.slot_name(addr, rank_base)}, "
+                            f"which already holds {describe(have)}: a contribution would count twice",
+                        )
+                    mem[addr] = merged
         self.postcondition(mem, rank_base)
 
     def slot_name(self, addr: int, rank_base: list[int]) -> str:
@@ -387,9 +421,9 @@ class _Checker:
             return f"rank {r} output[{off - i}]"
         return f"rank {r} scratch[{off - i - o}]"
 
-    def deadlock(self, pos: list[int], match: np.ndarray) -> VerifyError:
+    def deadlock(self, ran: np.ndarray, match: np.ndarray) -> VerifyError:
         p = self.p
-        stuck = [g for g in range(self.n) if pos[g] < 0]
+        stuck = np.flatnonzero(~ran).tolist()
         stuck_set = set(stuck)
         # A cycle of local dependencies is reported as such.
         for g in stuck:
@@ -465,7 +499,15 @@ def verify(program: Program) -> VerifyReport:
     """
     checker = _Checker(program)
     match = checker.structure()
-    checker.run(match)
+    # The symbolic state is millions of small tuples and lists that never form cycles; the
+    # cyclic collector would rescan them over and over and make the run quadratic.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        checker.run(match)
+    finally:
+        if was_enabled:
+            gc.enable()
     messages = int(np.count_nonzero(program.kind == SEND))
     return VerifyReport(program.num_ranks, program.num_ops, messages)
 
