@@ -347,7 +347,7 @@ class _Checker:
             direct: list[int] | set[int] = deps[dep_off[i] : dep_off[i + 1]]
             if len(direct) > 8:
                 direct = set(direct)
-            if k != RECV and k != RECV_REDUCE:  # noqa: PLR1714 - the hot loop
+            if k != RECV and k != RECV_REDUCE:
                 a = src[i]
                 for addr in range(a, a + cnt):
                     if mem[addr] is None:
@@ -371,7 +371,7 @@ class _Checker:
             else:
                 payload = inflight.pop(sent_by[i])
             d = dst[i]
-            plain = k == RECV or k == COPY  # noqa: PLR1714
+            plain = k == RECV or k == COPY
             for j in range(cnt):
                 addr = d + j
                 rs = readers[addr]
