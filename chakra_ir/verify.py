@@ -371,7 +371,7 @@ class _Checker:
             else:
                 payload = inflight.pop(sent_by[i])
             d = dst[i]
-            plain = k == RECV or k == COPY
+            plain = k in (RECV, COPY)
             for j in range(cnt):
                 addr = d + j
                 rs = readers[addr]
