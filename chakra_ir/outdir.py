@@ -139,6 +139,9 @@ def write_output(
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
     try:
         files = write_et_files(program, tmp, manifest.et_prefix, manifest.chunk_bytes, **et_options)
         with open(tmp / MANIFEST, "w") as f:

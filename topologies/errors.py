@@ -31,7 +31,8 @@ class SourcePos:
             if self.column > 0:
                 where += f":{self.column}"
         elif self.column > 0:
-            where += f":{self.column}"
+            # A one-line input (a spec string, a flag value): line 1.
+            where += f":1:{self.column}"
         if self.offset >= 0:
             where += f" (byte {self.offset})"
         return where

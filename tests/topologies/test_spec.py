@@ -187,7 +187,7 @@ def test_errors(spec: str, kind: type[CollcError], column: int, fragment: str) -
         assert err.pos.file == "<spec>"
         assert err.pos.text == spec
         assert err.pos.column == column, (err.pos.column, str(err))
-        assert str(err).startswith(f"<spec>:{column}: ")
+        assert str(err).startswith(f"<spec>:1:{column}: ")
         assert not spec or err.caret().endswith("^")
 
 

@@ -1,0 +1,94 @@
+"""What ``collc inspect`` prints: a program or a single ET file, as text or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chakra_ir.et import AttrValue, EtNode, read_et_file
+from chakra_ir.outdir import Manifest
+from chakra_ir.program import Copy, Program, Recv, Send, Slice
+
+
+def _slice(s: Slice) -> dict[str, Any]:
+    return {"buffer": s.buffer.label, "index": s.index, "count": s.count}
+
+
+def program_json(manifest: Manifest, program: Program) -> dict[str, Any]:
+    """The manifest and every operation of every rank, as a JSON-ready dict."""
+    ranks = []
+    for r in range(program.num_ranks):
+        ops = []
+        for i, op in enumerate(program.ops(r)):
+            d: dict[str, Any] = {"id": i}
+            if isinstance(op, Send):
+                d |= {"op": "send", "peer": op.peer, "src": _slice(op.src), "tag": op.tag}
+            elif isinstance(op, Recv):
+                d |= {"op": "recv", "peer": op.peer, "dst": _slice(op.dst), "tag": op.tag}
+                d["reduce"] = op.reduce
+            else:
+                d |= {"op": "copy" if isinstance(op, Copy) else "reduce"}
+                d |= {"src": _slice(op.src), "dst": _slice(op.dst)}
+            d["deps"] = list(op.deps)
+            if op.hints.route:
+                d["route"] = list(op.hints.route)
+            if op.hints.channel >= 0:
+                d["channel"] = op.hints.channel
+            if op.hints.threadblock >= 0:
+                d["threadblock"] = op.hints.threadblock
+            ops.append(d)
+        i_, o_, s_ = (int(x) for x in program.buffer_sizes[r])
+        buffers = {"input": i_, "output": o_, "scratch": s_}
+        ranks.append({"rank": r, "npu": program.collective.npu(r), "buffers": buffers, "ops": ops})
+    return {"manifest": manifest.to_json(), "program": program.name, "ranks": ranks}
+
+
+def _jsonable(v: AttrValue) -> Any:
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _node_json(n: EtNode) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": n.id, "name": n.name, "type": n.type_name}
+    if n.data_deps:
+        d["data_deps"] = list(n.data_deps)
+    if n.ctrl_deps:
+        d["ctrl_deps"] = list(n.ctrl_deps)
+    if n.duration_micros:
+        d["duration_micros"] = n.duration_micros
+    d["attrs"] = {k: _jsonable(v) for k, v in n.attrs.items()}
+    return d
+
+
+def et_file_json(path: Path) -> dict[str, Any]:
+    """One ET file (any tool's) at the node level, as one JSON document."""
+    t = read_et_file(path)
+    return {
+        "file": str(path),
+        "version": t.version,
+        "metadata": {k: _jsonable(v) for k, v in t.metadata.items()},
+        "nodes": [_node_json(n) for n in t.nodes()],
+    }
+
+
+def et_file_text(path: Path) -> str:
+    """One ET file, one node a line: ``id TYPE name deps=... attr=value ...``."""
+    t = read_et_file(path)
+    lines = [f"# {path}: version {t.version or '(none)'}, {len(t)} nodes"]
+    for k, v in t.metadata.items():
+        text = str(_jsonable(v))
+        lines.append(f"# {k} = {text if len(text) <= 120 else text[:117] + '...'}")
+    for n in t.nodes():
+        parts = [str(n.id), n.type_name, n.name or "-"]
+        if n.data_deps:
+            parts.append("deps=" + ",".join(map(str, n.data_deps)))
+        if n.ctrl_deps:
+            parts.append("ctrl=" + ",".join(map(str, n.ctrl_deps)))
+        if n.duration_micros:
+            parts.append(f"duration_micros={n.duration_micros}")
+        parts.extend(f"{k}={_jsonable(v)}" for k, v in n.attrs.items())
+        lines.append(" ".join(parts))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,195 @@
+"""The CLI, in-process with CliRunner: happy paths, JSON, and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from chakra_ir import Collective, CollectiveKind, ProgramBuilder, Slice
+from chakra_ir.outdir import MANIFEST, Manifest, write_output
+from collc.cli import cli
+from tests.chakra_ir.helpers import I, O
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def one_error_line(res: Result) -> str:
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert "Traceback" not in res.output
+    assert lines, "no error message"
+    assert (
+        lines[0].startswith("collc: error: ")
+        or lines[0].startswith("Error:")
+        or "Usage" in lines[0]
+    )
+    return res.output
+
+
+@pytest.fixture
+def ring8(tmp_path: Path) -> Path:
+    out = tmp_path / "ring8"
+    res = run(
+        "synthesize",
+        "--topology",
+        "ring:8",
+        "--collective",
+        "allreduce",
+        "--algorithm",
+        "ring",
+        "--size",
+        "1MiB",
+        "-o",
+        str(out),
+    )
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_synthesize_writes_ets_and_manifest(ring8: Path) -> None:
+    names = sorted(p.name for p in ring8.iterdir())
+    assert names == sorted([*(f"allreduce.{r}.et" for r in range(8)), MANIFEST])
+    m = json.loads((ring8 / MANIFEST).read_text())
+    assert m["collective"]["kind"] == "allreduce"
+    assert m["size_bytes"] == 1 << 20
+    assert m["chunk_bytes"] * m["collective"]["chunks_per_rank"] == 1 << 20
+    assert m["topology"].startswith("ring:8")
+    assert m["placement"] == list(range(8))
+    assert m["collc_version"]
+
+
+def test_synthesize_json_summary(tmp_path: Path) -> None:
+    spec = "mesh:4x4,bw=50GB/s,lat=500ns,fail=0-1;5>6"
+    res = run(
+        "synthesize",
+        "-t",
+        spec,
+        "-c",
+        "allgather",
+        "-a",
+        "ring",
+        "--size",
+        "64MiB",
+        "-o",
+        str(tmp_path / "m16"),
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert s["ranks"] == 16 and s["collective"] == "allgather"
+    assert s["operations"] > 0 and s["messages"] > 0
+    assert "fail=" in s["topology"]
+
+
+def test_verify_ok_and_json(ring8: Path) -> None:
+    res = run("verify", str(ring8))
+    assert res.exit_code == 0 and "ok" in res.output
+    data = json.loads(run("verify", str(ring8), "--json").output)
+    assert data["ok"] is True and data["ranks"] == 8
+
+
+def test_verify_finds_a_wrong_program(tmp_path: Path) -> None:
+    c = Collective(CollectiveKind.ALLGATHER, 2)
+    b = ProgramBuilder(c, auto_deps=True)
+    b.copy(0, Slice(I, 0), Slice(O, 0))
+    b.copy(1, Slice(I, 0), Slice(O, 1))
+    b.send(0, 1, Slice(I, 0))
+    b.recv(1, 0, Slice(O, 0))  # rank 0 never gets chunk(1,0)
+    m = Manifest(c, "ring:2", 2048, 1024, "allgather")
+    write_output(tmp_path / "bad", b.build(), m)
+    res = CliRunner().invoke(cli, ["verify", str(tmp_path / "bad")])
+    assert res.exit_code == 1
+    assert "rank 0 output[1] ends with empty, expected chunk(1,0)" in res.output
+
+
+def test_inspect_text_and_et_json(ring8: Path) -> None:
+    text = run("inspect", str(ring8)).output
+    assert text.startswith("program")
+    assert "collective allreduce ranks=8" in text
+    res = run("inspect", str(ring8 / "allreduce.3.et"), "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert isinstance(data, dict)
+
+
+def test_demo(tmp_path: Path) -> None:
+    res = run("demo", "-o", str(tmp_path / "d"), "--json")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert s["read_back"] == "identical" and s["ranks"] == 16
+    assert (tmp_path / "d" / MANIFEST).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["-t", "mesk:4x4", "-c", "allreduce"], "mesk"),
+        (["-t", "ring:8", "-c", "allreduced"], "allreduced"),
+        (["-t", "ring:8", "-c", "allreduce", "-a", "nope"], "nope"),
+        (["-t", "ring:8", "-c", "allreduce", "--size", "0"], "size"),
+        (["-t", "ring:8", "-c", "allreduce", "--size", "12XB"], "12XB"),
+        (["-t", "ring:6", "-c", "allreduce", "-a", "rhd", "--chunks-per-rank", "0"], "chunks"),
+        (["-t", "ring:8", "-c", "allreduce", "--placement", "0,99"], "99"),
+    ],
+)
+def test_bad_synthesize_input(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "o"
+    res = CliRunner().invoke(cli, ["synthesize", *args, "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert needle in one_error_line(res)
+    assert not out.exists()
+    assert [p for p in tmp_path.iterdir()] == []
+
+
+def test_bad_spec_names_position(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        cli, ["synthesize", "-t", "mesh:4x4,bw=fast", "-c", "allreduce", "-o", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2
+    first = res.output.splitlines()[0]
+    assert first.startswith("collc: error: <spec>:")
+
+
+def test_missing_folder_and_manifest(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["verify", str(tmp_path / "nothing")])
+    assert res.exit_code == 2 and "no such folder" in res.output
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(cli, ["verify", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "not a collc output folder" in res.output
+
+
+def test_corrupted_et_file(ring8: Path) -> None:
+    f = ring8 / "allreduce.2.et"
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    res = CliRunner().invoke(cli, ["verify", str(ring8)])
+    assert res.exit_code == 2
+    assert "allreduce.2.et" in res.output and "Traceback" not in res.output
+
+
+def test_garbage_manifest(ring8: Path) -> None:
+    (ring8 / MANIFEST).write_text("{not json")
+    res = CliRunner().invoke(cli, ["verify", str(ring8)])
+    assert res.exit_code == 2 and "manifest.json:1:" in res.output
+
+
+def test_existing_foreign_folder_is_not_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    res = CliRunner().invoke(cli, ["synthesize", "-t", "ring:4", "-c", "allreduce", "-o", str(out)])
+    assert res.exit_code == 2 and "not a collc output folder" in res.output
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_rerun_replaces_a_collc_folder(ring8: Path) -> None:
+    res = run("synthesize", "-t", "ring:4", "-c", "allgather", "-o", str(ring8))
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in ring8.iterdir()) == sorted(
+        [*(f"allgather.{r}.et" for r in range(4)), MANIFEST]
+    )
+    assert [p.name for p in ring8.parent.iterdir() if p.name.startswith(".")] == []
