@@ -1,1 +1,82 @@
-"""tacos."""
+"""TACOS for collc: topology-aware collective synthesis by link-chunk matching on a
+time-expanded network, timed by the shared cost model.
+
+`synthesize` is the library entry; `Tacos` is the producer the CLI registers as "tacos";
+`tacos.bounds.lower_bounds` gives the lower bounds it is measured against.
+"""
+
+from __future__ import annotations
+
+from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.outdir import chunk_bytes_for
+from chakra_ir.program import Program
+from tacos.errors import TacosError
+from tacos.synthesis import SUPPORTED, Progress, Synthesis, chunks_for, synthesize
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.topology import Topology
+
+__all__ = ["Synthesis", "Tacos", "TacosError", "chunks_for", "synthesize"]
+
+
+class Tacos:
+    """The TACOS producer: ``generate`` synthesizes a program for a collective on a topology.
+
+    The schedule depends on the bytes per chunk, so the producer holds the collective's size
+    (``size_bytes``, nccl-tests convention: the largest buffer), the chunk granularity
+    (``chunks_per_npu``, see `chunks_for`), the ``seed`` and how many seeds to try (``seeds``).
+    """
+
+    name = "tacos"
+    description = (
+        "TACOS: greedy link-chunk matching on a time-expanded network (any topology, "
+        "switches, failures, heterogeneous links); RS/Reduce/Scatter by reversal, AR = RS + AG"
+    )
+    collectives: frozenset[CollectiveKind] = SUPPORTED
+
+    def __init__(
+        self,
+        *,
+        size_bytes: int = 1 << 20,
+        chunks_per_npu: int = 1,
+        seed: int = 0,
+        seeds: int = 1,
+        cost: CostModel = DEFAULT_COST_MODEL,
+        progress: Progress | None = None,
+    ) -> None:
+        if size_bytes <= 0:
+            raise TacosError(f"size must be positive, got {size_bytes} bytes")
+        if chunks_per_npu < 1:
+            raise TacosError(f"chunks per NPU must be at least 1, got {chunks_per_npu}")
+        if seeds < 1:
+            raise TacosError(f"seeds must be at least 1, got {seeds}")
+        self.size_bytes = size_bytes
+        self.chunks_per_npu = chunks_per_npu
+        self.seed = seed
+        self.seeds = seeds
+        self.cost = cost
+        self.progress = progress
+        self.last: Synthesis | None = None
+
+    def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
+        """``Collective.chunks_per_rank`` for this producer's ``chunks_per_npu`` (1 by default:
+        the natural granularity of one chunk per NPU); see `chunks_for`."""
+        return chunks_for(kind, num_ranks, self.chunks_per_npu)
+
+    def generate(self, collective: Collective, topology: Topology) -> Program:
+        """Synthesize ``collective`` on ``topology`` with the held size, seed and seeds.
+
+        The chunk size is ``chunk_bytes_for(collective, size_bytes)`` (the size over the
+        collective's size in chunks, rounded up). The full result, with the estimate, stays in
+        ``self.last``. Raises TacosError as `synthesize` does.
+        """
+        chunk_bytes = chunk_bytes_for(collective, self.size_bytes)
+        self.last = synthesize(
+            collective,
+            topology,
+            chunk_bytes,
+            seed=self.seed,
+            seeds=self.seeds,
+            cost=self.cost,
+            progress=self.progress,
+        )
+        return self.last.program

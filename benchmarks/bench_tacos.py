@@ -1,0 +1,154 @@
+"""TACOS quality and speed: estimated time against the best lower bound, synthesis seconds and
+peak memory, on the reference's topologies (algorithms.md section 7) and a few more.
+
+    python benchmarks/bench_tacos.py [--quick] [--big] [--verify]
+
+``--big`` adds the All-Gather on a 4,096-NPU 3D torus; ``--verify`` also times `verify`.
+Synthesis seconds include lowering into the Program (not verification). The growth exponent is
+fitted on the 3D-torus All-Gather rows (seconds ~ NPUs^k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.memory import peak_mib, reset_peak
+from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.outdir import chunk_bytes_for
+from chakra_ir.verify import verify
+from tacos import chunks_for, synthesize
+from tacos.bounds import lower_bounds
+from topologies import parse_topology
+
+AG, AR = CollectiveKind.ALLGATHER, CollectiveKind.ALLREDUCE
+REF = "bw=50GiB/s,lat=500ns"
+MIB, GIB = 2**20, 2**30
+# (spec, kind, chunks per NPU, size, reference seconds)
+ROWS = [
+    (f"mesh:8x8,{REF}", AG, 3, 12 * MIB, 0.089),
+    (f"mesh:8x8,{REF}", AG, 1, GIB, 0.015),
+    (f"torus:4x4x4,{REF}", AG, 3, 12 * MIB, 0.046),
+    (f"torus:4x4x4,{REF}", AG, 1, GIB, 0.010),
+    (f"mesh:16x16,{REF}", AG, 3, 12 * MIB, 6.92),
+    (f"mesh:16x16,{REF}", AG, 1, GIB, 0.85),
+    (f"torus:16x16,{REF}", AG, 3, 12 * MIB, 4.71),
+    (f"torus:16x16,{REF}", AG, 1, GIB, 0.56),
+    ("mesh:16x16,bw=[50GiB/s,75GiB/s],lat=500ns", AG, 3, 12 * MIB, 90.5),
+    ("mesh:16x16,bw=[50GiB/s,75GiB/s],lat=500ns", AG, 1, GIB, 9.78),
+    (f"torus:8x8x8,{REF}", AG, 3, 12 * MIB, 45.2),
+    (f"torus:8x8x8,{REF}", AG, 1, GIB, 3.54),
+    (f"mesh:8x8x8,{REF}", AG, 3, 12 * MIB, 48.7),
+    (f"mesh:8x8x8,{REF}", AG, 1, GIB, 4.84),
+    (f"torus:8x8x8,{REF}", AR, 3, 64 * MIB, None),
+    (f"torus:4x4x4,{REF}", AR, 1, 64 * MIB, None),
+    (f"mesh:4x4,{REF}", AR, 2, 64 * MIB, None),
+    (f"hypercube:6,{REF}", AG, 1, GIB, None),
+    (f"hypercube:6,{REF}", AR, 1, GIB, None),
+    (f"ring:16,{REF}", AG, 1, GIB, None),
+    (f"torus:8x8,{REF}", AG, 1, GIB, None),
+    ("mesh:8x8,bw=[50GiB/s,12.5GiB/s],lat=500ns", AG, 1, GIB, None),
+    ("mesh:8x8,bw=[50GiB/s,12.5GiB/s],lat=500ns", AG, 3, GIB, None),
+    ("mesh:8x8,bw=[50GiB/s,12.5GiB/s],lat=500ns", AR, 3, GIB, None),
+    ("stack:switch4*switch4", AG, 1, GIB, None),
+    ("stack:switch4*switch4", AR, 1, GIB, None),
+    ("switch:16", AG, 1, GIB, None),
+    ("fred:16", AG, 1, GIB, None),
+    ("fred:16", AR, 1, GIB, None),
+    (
+        "stack:ring4*fc4*switch8,bw=[200GiB/s,100GiB/s,50GiB/s],lat=[100ns,200ns,500ns]",
+        AG,
+        1,
+        GIB,
+        None,
+    ),
+    ("mesh:4x4,fail=0-1;5-6", AG, 1, 16 * MIB, None),
+]
+SCALING = [(f"torus:{k}x{k}x{k},{REF}", AG, 1, GIB, None) for k in (4, 6, 8, 10, 12)]
+BIG = [(f"torus:16x16x16,{REF}", AG, 1, GIB, None)]
+
+
+def run(
+    spec: str, kind: CollectiveKind, c: int, size: int, ref: float | None, check: bool
+) -> dict[str, object]:
+    t = parse_topology(spec)
+    n = t.num_npus
+    coll = Collective(kind, n, chunks_for(kind, n, c))
+    reset_peak()
+    t0 = time.perf_counter()
+    syn = synthesize(coll, t, chunk_bytes_for(coll, size))
+    secs = time.perf_counter() - t0
+    mem = peak_mib()
+    b = lower_bounds(kind, t, size, chunks_per_npu=c)
+    vsecs = float("nan")
+    if check:
+        t1 = time.perf_counter()
+        verify(syn.program)
+        vsecs = time.perf_counter() - t1
+    name, bound = b.best
+    return {
+        "topology": spec.split(",bw")[0].split(",lat")[0] if "fail" not in spec else spec,
+        "kind": kind.value,
+        "c": c,
+        "npus": n,
+        "seconds": secs,
+        "ref": ref,
+        "mib": mem,
+        "est_us": syn.estimated_ns / 1e3,
+        "bound": f"{name} {bound / 1e3:.2f}",
+        "ratio": syn.estimated_ns / bound,
+        "ops": syn.program.num_ops,
+        "verify": vsecs,
+        "bw": spec,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="skip the 512-NPU rows")
+    ap.add_argument("--big", action="store_true", help="add the 4,096-NPU 3D torus")
+    ap.add_argument("--verify", action="store_true", help="also time verify")
+    args = ap.parse_args()
+    rows = [r for r in ROWS if not (args.quick and parse_topology(r[0]).num_npus >= 512)]
+    rows += SCALING + (BIG if args.big else [])
+    head = f"{'topology':<34} {'coll':<9} {'c':>2} {'NPUs':>5} {'synth s':>8} {'ref s':>6} {'peak MiB':>8} {'est µs':>11} {'best bound µs':>20} {'ratio':>7} {'ops':>10} {'verify s':>8}"
+    print(head)
+    print("-" * len(head))
+    done = []
+    for r in rows:
+        x = run(*r, check=args.verify)
+        done.append(x)
+        ref = "" if x["ref"] is None else f"{x['ref']:.3g}"
+        print(
+            f"{x['topology']:<34} {x['kind']:<9} {x['c']:>2} {x['npus']:>5} {x['seconds']:>8.2f} {ref:>6} "
+            f"{x['mib']:>8.0f} {x['est_us']:>11.2f} {x['bound']:>20} {x['ratio']:>7.4f} {x['ops']:>10,} {x['verify']:>8.2f}",
+            flush=True,
+        )
+    scal = [
+        x
+        for x in done
+        if str(x["topology"]).startswith("torus:")
+        and x["kind"] == "allgather"
+        and x["c"] == 1
+        and str(x["topology"]).count("x") == 2
+    ]
+    scal = sorted(
+        {int(str(x["npus"])): x for x in scal}.values(), key=lambda x: int(str(x["npus"]))
+    )
+    if len(scal) >= 2:
+        xs = [math.log(int(str(x["npus"]))) for x in scal]
+        ys = [math.log(float(str(x["seconds"]))) for x in scal]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        k = sum((a - mx) * (b - my) for a, b in zip(xs, ys, strict=True)) / sum(
+            (a - mx) ** 2 for a in xs
+        )
+        print(f"\ngrowth: synthesis seconds ~ NPUs^{k:.2f} (3D-torus All-Gather, 1 chunk per NPU)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,382 @@
+"""Lower bounds on a collective's time under the cost model (reference section 3), in ns.
+
+For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` bytes per rank and
+``c`` chunks per rank (chunk ``s = m/c``); every bound holds for any schedule under
+`topologies.cost_model` (pipelined links: a link carries back-to-back messages, each arriving
+``latency + bytes/bandwidth`` after it starts; store-and-forward at every node):
+
+- ``ingress``: every rank must receive ``(n-1) m`` bytes through its in-links: the least ``T``
+  with ``sum_e B_e max(0, T - a_e) >= (n-1) m``.
+- ``egress``: every rank must send its own ``m`` bytes at least once (same form, out-links).
+- ``cut``: for a node set ``S`` holding some ranks but not all, the chunks of the ranks in ``S``
+  must leave it: ``T >= a_min + |S ∩ R| m / B+(S)`` (and the mirror: data entering ``S``). Exact
+  over all cuts by parametric min-cut when the topology has at most `EXACT_CUT_NODES` nodes;
+  otherwise over a stated family: every slab of every grid dimension, every single node and its
+  complement, every switch with the NPUs hanging off it.
+- ``latency``: some chunk must travel from its rank to the farthest other rank, store and
+  forward: the largest shortest-path time with hop cost ``a_e + s/B_e`` (over all pairs of
+  ranks, or over pairs from a sample of `LATENCY_SAMPLE` ranks on large topologies).
+- ``chunk``: every rank must receive ``(n-1) c`` chunks, and in-link ``e`` delivers its ``j``-th
+  chunk no earlier than ``a_e + j s/B_e``: the least ``T`` by which the in-links can deliver
+  them all. (The reference's form with a link busy for ``a_e + s/B_e`` per chunk assumes links
+  that do not pipeline, which the cost model's links do; so it is not a bound here.)
+
+Reduce-Scatter: the All-Gather bounds on the transposed topology (a Reduce-Scatter run
+backwards is an All-Gather on the transpose). All-Reduce without in-network reduction: the
+Reduce-Scatter bound plus the All-Gather bound, item by item. Broadcast: the root's ``M`` must
+reach every rank; Reduce: Broadcast on the transpose; Gather: everything must reach the root;
+Scatter: Gather on the transpose.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from chakra_ir.collective import CollectiveKind
+from tacos.channels import LinkCost, Net
+from tacos.errors import TacosError
+from tacos.synthesis import SUPPORTED
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.topology import Topology
+
+EXACT_CUT_NODES = 40
+LATENCY_SAMPLE = 48
+
+DESCRIPTIONS = {
+    "ingress": "every rank receives all it lacks through its in-links",
+    "egress": "every rank sends what only it holds through its out-links",
+    "cut": "data that must cross a cut over the bandwidth crossing it",
+    "latency": "the farthest chunk travels store-and-forward (hop: latency + chunk/bandwidth)",
+    "chunk": "every rank receives its missing chunks one per link serialization",
+}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Named lower bounds in ns (``items``) with a description each; `best` is the largest."""
+
+    items: dict[str, float]
+    descriptions: dict[str, str] = field(default_factory=dict)
+    exact_cut: bool = False
+
+    @property
+    def best(self) -> tuple[str, float]:
+        """The tightest bound: ``(name, ns)``."""
+        name = max(self.items, key=lambda k: self.items[k])
+        return name, self.items[name]
+
+
+def lower_bounds(
+    kind: CollectiveKind,
+    topology: Topology,
+    size_bytes: float,
+    *,
+    placement: Sequence[int] = (),
+    chunks_per_npu: int = 1,
+    root: int = 0,
+    cost: CostModel = DEFAULT_COST_MODEL,
+) -> Bounds:
+    """Lower bounds for ``kind`` of ``size_bytes`` (nccl-tests: all-gather the output, reduce-
+    scatter the input, all-reduce the buffer, rooted kinds the root's buffer) on ``topology``,
+    over the ranks on ``placement`` (all NPUs when empty), with ``chunks_per_npu`` chunks per
+    rank's share (see `tacos.chunks_for`). ``root`` is a rank. Raises TacosError on a non-positive
+    size or chunk count, an unknown kind, a root outside the ranks or bad placement."""
+    if kind not in SUPPORTED:
+        raise TacosError(f"no bounds for {kind.value}")
+    if not (math.isfinite(size_bytes) and size_bytes > 0):
+        raise TacosError(f"size must be positive, got {size_bytes} bytes")
+    if chunks_per_npu < 1:
+        raise TacosError(f"chunks per NPU must be at least 1, got {chunks_per_npu}")
+    ranks = list(placement) if placement else list(range(topology.num_npus))
+    if len(set(ranks)) != len(ranks) or any(not 0 <= x < topology.num_npus for x in ranks):
+        raise TacosError("placement must name distinct NPUs of the topology")
+    n = len(ranks)
+    if kind.rooted and not 0 <= root < n:
+        raise TacosError(f"root {root} is outside the ranks 0..{n - 1}")
+    net = Net.of(topology)
+    c = chunks_per_npu
+    shape = topology.layout.shape if topology.layout is not None else topology.shape
+    if n == 1:
+        return Bounds({"latency": 0.0}, {"latency": "one rank: nothing to move"})
+    m = size_bytes / n
+    if kind is CollectiveKind.ALLGATHER:
+        return _spread(net, ranks, m, c, cost, shape)
+    if kind is CollectiveKind.REDUCE_SCATTER:
+        return _spread(net.transpose(), ranks, m, c, cost, shape)
+    if kind is CollectiveKind.ALLREDUCE:
+        a = _spread(net, ranks, m, c, cost, shape)
+        b = _spread(net.transpose(), ranks, m, c, cost, shape)
+        items = {k: a.items[k] + b.items[k] for k in a.items}
+        desc = {k: f"reduce-scatter + all-gather: {DESCRIPTIONS[k]}" for k in items}
+        return Bounds(items, desc, a.exact_cut)
+    if kind is CollectiveKind.BROADCAST:
+        return _rooted(net, ranks, ranks[root], size_bytes, n * c, cost, toward=False)
+    if kind is CollectiveKind.REDUCE:
+        return _rooted(net.transpose(), ranks, ranks[root], size_bytes, n * c, cost, toward=False)
+    if kind is CollectiveKind.GATHER:
+        return _rooted(net, ranks, ranks[root], m, c, cost, toward=True)
+    return _rooted(net.transpose(), ranks, ranks[root], m, c, cost, toward=True)
+
+
+# -- building blocks -------------------------------------------------------------------------
+
+
+def _fluid(links: Sequence[LinkCost], nbytes: float) -> float:
+    """Least T with sum_e B_e max(0, T - a_e) >= nbytes (links start at time 0)."""
+    if nbytes <= 0:
+        return 0.0
+    if not links:
+        return math.inf
+    ls = sorted(links, key=lambda lk: lk.latency_ns)
+    rate = 0.0
+    sent = 0.0
+    prev = ls[0].latency_ns
+    for i, lk in enumerate(ls):
+        if i:
+            gain = rate * (lk.latency_ns - prev)
+            if sent + gain >= nbytes:
+                return prev + (nbytes - sent) / rate
+            sent += gain
+            prev = lk.latency_ns
+        rate += lk.bandwidth_bytes_per_ns
+    return prev + (nbytes - sent) / rate
+
+
+def _chunk_count(links: Sequence[LinkCost], s: float, need: int) -> float:
+    """Least T by which ``links`` can deliver ``need`` chunks of ``s`` bytes (pipelined)."""
+    if need <= 0:
+        return 0.0
+    if not links:
+        return math.inf
+    sig = [s / lk.bandwidth_bytes_per_ns for lk in links]
+    lat = [lk.latency_ns for lk in links]
+
+    def count(t: float) -> int:
+        return sum(
+            max(0, math.floor((t - a) / g + 1e-9)) for a, g in zip(lat, sig, strict=True) if t >= a
+        )
+
+    lo = 0.0
+    hi = max(a + need * g for a, g in zip(lat, sig, strict=True))
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if count(mid) >= need:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-6:
+            break
+    # Snap to the arrival time that achieves it.
+    cands = [
+        a + k * g
+        for a, g in zip(lat, sig, strict=True)
+        for k in (math.floor((hi - a) / g + 1e-9),)
+        if k >= 1
+    ]
+    best = min((x for x in cands if x >= lo - 1e-6 and count(x + 1e-7) >= need), default=hi)
+    return best
+
+
+def _adjacency(net: Net) -> tuple[list[list[LinkCost]], list[list[LinkCost]]]:
+    out: list[list[LinkCost]] = [[] for _ in range(net.num_nodes)]
+    inn: list[list[LinkCost]] = [[] for _ in range(net.num_nodes)]
+    for lk in net.links:
+        out[lk.src].append(lk)
+        inn[lk.dst].append(lk)
+    return out, inn
+
+
+def _dijkstra(
+    out: list[list[LinkCost]], src: int, s: float, cost: CostModel, num_npus: int
+) -> list[float]:
+    dist = [math.inf] * len(out)
+    dist[src] = 0.0
+    heap = [(0.0, src)]
+    while heap:
+        d, x = heapq.heappop(heap)
+        if d > dist[x]:
+            continue
+        extra = cost.switch_delay_ns if x >= num_npus else 0.0
+        for lk in out[x]:
+            nd = d + extra + lk.latency_ns + s / lk.bandwidth_bytes_per_ns
+            if nd < dist[lk.dst]:
+                dist[lk.dst] = nd
+                heapq.heappush(heap, (nd, lk.dst))
+    return dist
+
+
+def _latency(
+    net: Net, sources: Sequence[int], targets: Sequence[int], s: float, cost: CostModel
+) -> float:
+    out, _ = _adjacency(net)
+    srcs = list(sources)
+    if len(srcs) * len(net.links) > 4_000_000:
+        rng = random.Random(0)
+        srcs = sorted({srcs[0], srcs[-1], *rng.sample(srcs, min(LATENCY_SAMPLE, len(srcs)))})
+    worst = 0.0
+    tset = list(targets)
+    for u in srcs:
+        d = _dijkstra(out, u, s, cost, net.num_npus)
+        worst = max(worst, max(d[v] for v in tset if v != u))
+    return worst
+
+
+def _cut_value(net: Net, inside: set[int], ranks: set[int], m: float) -> float:
+    """Both directions of the cut bound for node set ``inside``."""
+    k_in = len(inside & ranks)
+    k_out = len(ranks) - k_in
+    if k_in == 0 or k_out == 0:
+        return 0.0
+    leave = [lk for lk in net.links if lk.src in inside and lk.dst not in inside]
+    enter = [lk for lk in net.links if lk.dst in inside and lk.src not in inside]
+    best = 0.0
+    for links, k in ((leave, k_in), (enter, k_out)):
+        if not links:
+            return math.inf
+        bw = sum(lk.bandwidth_bytes_per_ns for lk in links)
+        best = max(best, min(lk.latency_ns for lk in links) + k * m / bw)
+    return best
+
+
+def _cut_family(net: Net, topology_shape: tuple[int, ...], ranks: list[int]) -> list[set[int]]:
+    """Slabs of every grid dimension, single nodes, and switches with their NPUs."""
+    sets: list[set[int]] = []
+    n_npu = net.num_npus
+    out, inn = _adjacency(net)
+    if topology_shape and math.prod(topology_shape) == n_npu:
+        stride = 1
+        for size in topology_shape:
+            for k in range(1, size):
+                sets.append({x for x in range(n_npu) if (x // stride) % size < k})
+            stride *= size
+    for x in range(net.num_nodes):
+        sets.append({x})
+        if x >= n_npu:
+            sets.append(
+                {x}
+                | {lk.dst for lk in out[x] if lk.dst < n_npu}
+                | {lk.src for lk in inn[x] if lk.src < n_npu}
+            )
+    # Switches join the side holding most of their neighbours.
+    full = []
+    for s in sets:
+        extra = set()
+        for w in range(n_npu, net.num_nodes):
+            if w in s:
+                continue
+            nb = {lk.dst for lk in out[w]}
+            if nb and len(nb & s) * 2 > len(nb):
+                extra.add(w)
+        full.append(s | extra)
+    return full
+
+
+def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> float:
+    """max over S of |S ∩ R| / B+(S) (S holds a rank, not all), by Dinkelbach iterations of a
+    parametric min-cut; returns the bandwidth term of the cut bound in ns."""
+    rset = set(ranks)
+    lam = start_ratio
+    best_t = 0.0
+    for _ in range(30):
+        improved = False
+        for t in ranks:
+            g: nx.DiGraph[object] = nx.DiGraph()
+            for lk in net.links:
+                cap = lam * lk.bandwidth_bytes_per_ns
+                if g.has_edge(lk.src, lk.dst):
+                    g[lk.src][lk.dst]["capacity"] += cap
+                else:
+                    g.add_edge(lk.src, lk.dst, capacity=cap)
+            for r in ranks:
+                if r != t:
+                    g.add_edge("s", r, capacity=1.0)
+            g.add_edge(t, "t")  # infinite capacity: t stays outside S
+            _value, (side, _) = nx.minimum_cut(g, "s", "t")
+            inside = {x for x in side if isinstance(x, int)}
+            if not inside:
+                continue
+            k = len(inside & rset)
+            bw = sum(
+                lk.bandwidth_bytes_per_ns
+                for lk in net.links
+                if lk.src in inside and lk.dst not in inside
+            )
+            if k and bw > 0 and k / bw > lam * (1 + 1e-12):
+                lam = k / bw
+                improved = True
+        if not improved:
+            break
+        best_t = lam * m
+    return max(best_t, lam * m)
+
+
+def _spread(
+    net: Net, ranks: list[int], m: float, c: int, cost: CostModel, shape: tuple[int, ...]
+) -> Bounds:
+    out, inn = _adjacency(net)
+    n = len(ranks)
+    s = m / c
+    ingress = max(_fluid(inn[v], (n - 1) * m) for v in ranks)
+    egress = max(_fluid(out[v], m) for v in ranks)
+    chunk = max(_chunk_count(inn[v], s, (n - 1) * c) for v in ranks)
+    latency = _latency(net, ranks, ranks, s, cost)
+    rset = set(ranks)
+    family = _cut_family(net, shape, ranks)
+    cut = max((_cut_value(net, S, rset, m) for S in family), default=0.0)
+    exact = False
+    if net.num_nodes <= EXACT_CUT_NODES:
+        ratio = max(
+            (
+                len(S & rset) / bw
+                for S in family
+                if (
+                    bw := sum(
+                        lk.bandwidth_bytes_per_ns
+                        for lk in net.links
+                        if lk.src in S and lk.dst not in S
+                    )
+                )
+                > 0
+                and 0 < len(S & rset) < n
+            ),
+            default=1e-30,
+        )
+        cut = max(cut, _exact_cut(net, ranks, m, ratio))
+        exact = True
+    items = {"ingress": ingress, "egress": egress, "cut": cut, "latency": latency, "chunk": chunk}
+    return Bounds(items, dict(DESCRIPTIONS), exact)
+
+
+def _rooted(
+    net: Net, ranks: list[int], root: int, m: float, c: int, cost: CostModel, *, toward: bool
+) -> Bounds:
+    """Broadcast (``toward=False``: ``m`` bytes in ``c`` chunks from ``root`` to every rank) or
+    Gather (``toward=True``: ``m`` bytes in ``c`` chunks from every rank to ``root``)."""
+    out, inn = _adjacency(net)
+    n = len(ranks)
+    s = m / c
+    others = [v for v in ranks if v != root]
+    if toward:
+        ingress = _fluid(inn[root], (n - 1) * m)
+        egress = max(_fluid(out[v], m) for v in others)
+        chunk = _chunk_count(inn[root], s, (n - 1) * c)
+        latency = _latency(net.transpose(), [root], others, s, cost)
+    else:
+        ingress = max(_fluid(inn[v], m) for v in others)
+        egress = _fluid(out[root], m)
+        chunk = max(_chunk_count(inn[v], s, c) for v in others)
+        latency = _latency(net, [root], others, s, cost)
+    items = {"ingress": ingress, "egress": egress, "chunk": chunk, "latency": latency}
+    desc = {
+        "ingress": "the root receives everything" if toward else "every rank receives the buffer",
+        "egress": "every rank sends its share" if toward else "the root sends the buffer",
+        "chunk": DESCRIPTIONS["chunk"],
+        "latency": DESCRIPTIONS["latency"],
+    }
+    return Bounds(items, desc)

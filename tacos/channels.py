@@ -1,0 +1,215 @@
+"""Channels: the rank-to-rank paths TACOS moves chunks over.
+
+TACOS synthesizes at rank granularity. A *channel* is one fixed route from the NPU of a rank to
+the NPU of another rank whose interior holds only nodes that are not ranks: switches, and NPUs
+outside the collective's placement (relays, which hold no buffers). A message on a channel is
+one Send/Recv pair whose route hint is the channel's node path; it crosses the route hop by hop,
+store-and-forward, as the cost model says.
+
+- Between two ranks joined by links, every parallel link is its own one-hop channel.
+- Through switches and relays, every rank reachable by a path whose interior avoids ranks gets
+  one channel: the breadth-first shortest such path (ties: lowest node id first), with the
+  fastest of parallel links on each hop.
+
+Times are integer picoseconds (`to_ps`), so equal times compare equal during synthesis.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from chakra_ir.collective import Collective
+from tacos.errors import TacosError
+from topologies.cost_model import CostModel
+from topologies.topology import Topology
+
+PS_PER_NS = 1000
+
+
+def to_ps(ns: float) -> int:
+    """Nanoseconds to integer picoseconds (rounded)."""
+    return round(ns * PS_PER_NS)
+
+
+@dataclass(frozen=True)
+class LinkCost:
+    """One directed link as the synthesizer sees it (``index`` is the topology's link index)."""
+
+    index: int
+    src: int
+    dst: int
+    latency_ns: float
+    bandwidth_bytes_per_ns: float
+
+
+@dataclass(frozen=True)
+class Net:
+    """A topology reduced to what synthesis needs, possibly transposed.
+
+    ``links[i]`` is the topology's link ``i`` (reversed when ``transposed``), so a link index
+    means the same physical link in a net and in its transpose.
+    """
+
+    num_npus: int
+    num_nodes: int
+    links: tuple[LinkCost, ...]
+    transposed: bool = False
+
+    @classmethod
+    def of(cls, topology: Topology) -> Net:
+        links = tuple(
+            LinkCost(lk.index, lk.src, lk.dst, lk.latency_ns, lk.bandwidth_bytes_per_ns)
+            for lk in topology.links
+        )
+        return cls(topology.num_npus, topology.num_nodes, links)
+
+    def transpose(self) -> Net:
+        """Every link reversed, with its cost and index kept."""
+        links = tuple(
+            LinkCost(lk.index, lk.dst, lk.src, lk.latency_ns, lk.bandwidth_bytes_per_ns)
+            for lk in self.links
+        )
+        return Net(self.num_npus, self.num_nodes, links, not self.transposed)
+
+    def is_self_transpose(self) -> bool:
+        """Whether reversing every link gives the same links with the same costs."""
+        fwd = sorted(
+            (lk.src, lk.dst, lk.latency_ns, lk.bandwidth_bytes_per_ns) for lk in self.links
+        )
+        rev = sorted(
+            (lk.dst, lk.src, lk.latency_ns, lk.bandwidth_bytes_per_ns) for lk in self.links
+        )
+        return fwd == rev
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A route from rank ``src`` to rank ``dst``: ``nodes`` (NPUs and switches) and ``links``
+    (link indices, one per hop)."""
+
+    src: int
+    dst: int
+    nodes: tuple[int, ...]
+    links: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A channel's timing for one chunk size: per hop (link, start offset, serialization) in
+    ps from the send's start, and the arrival offset ``dur``."""
+
+    hops: tuple[tuple[int, int, int], ...]
+    dur: int
+
+
+def time_channel(net: Net, ch: Channel, chunk_bytes: float, cost: CostModel) -> Timed:
+    """Store-and-forward timing of one chunk along ``ch`` (each hop: latency + serialization;
+    each switch crossed adds the cost model's switch delay)."""
+    hops = []
+    off = 0.0
+    for i, li in enumerate(ch.links):
+        lk = net.links[li]
+        ser = chunk_bytes / lk.bandwidth_bytes_per_ns
+        hops.append((li, to_ps(off), to_ps(off + ser) - to_ps(off)))
+        off += lk.latency_ns + ser
+        if i + 1 < len(ch.links) and ch.nodes[i + 1] >= net.num_npus:
+            off += cost.switch_delay_ns
+    return Timed(tuple(hops), to_ps(off))
+
+
+def check_placement(collective: Collective, topology: Topology) -> list[int]:
+    """The NPU of every rank; raises TacosError unless they are distinct NPUs of ``topology``."""
+    npus = [collective.npu(r) for r in range(collective.num_ranks)]
+    for r, x in enumerate(npus):
+        if not 0 <= x < topology.num_npus:
+            raise TacosError(
+                f"rank {r} is placed on node {x}, which is not an NPU of the "
+                f"{topology.num_npus}-NPU topology"
+            )
+    return npus
+
+
+def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
+    """Every channel between the ranks placed on ``npus`` (see the module docstring).
+
+    Raises TacosError naming an unreachable pair when the channels do not connect every rank to
+    every other.
+    """
+    rank_of = [-1] * net.num_nodes
+    for r, x in enumerate(npus):
+        rank_of[x] = r
+    out: list[list[LinkCost]] = [[] for _ in range(net.num_nodes)]
+    for lk in net.links:
+        out[lk.src].append(lk)
+    for lst in out:
+        lst.sort(key=lambda lk: (lk.dst, -lk.bandwidth_bytes_per_ns, lk.latency_ns, lk.index))
+    channels: list[Channel] = []
+    interior_exists = any(rank_of[x] < 0 for x in range(net.num_nodes))
+    for u, x in enumerate(npus):
+        # One-hop channels: every parallel link to another rank.
+        for lk in out[x]:
+            v = rank_of[lk.dst]
+            if v >= 0:
+                channels.append(Channel(u, v, (x, lk.dst), (lk.index,)))
+        if not interior_exists:
+            continue
+        # Multi-hop channels: breadth-first through non-rank nodes only.
+        parent: dict[int, LinkCost] = {}
+        seen = {x}
+        queue = deque([x])
+        while queue:
+            y = queue.popleft()
+            for lk in out[y]:
+                z = lk.dst
+                if z in seen:
+                    continue
+                seen.add(z)
+                parent[z] = lk
+                if rank_of[z] >= 0:
+                    if y != x:
+                        path_links = [lk]
+                        w = y
+                        while w != x:
+                            plk = parent[w]
+                            path_links.append(plk)
+                            w = plk.src
+                        path_links.reverse()
+                        nodes = (x, *(p.dst for p in path_links))
+                        links = tuple(p.index for p in path_links)
+                        channels.append(Channel(u, rank_of[z], nodes, links))
+                else:
+                    queue.append(z)
+    _check_connected(len(npus), channels, npus, net)
+    return channels
+
+
+def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: Net) -> None:
+    succ: list[set[int]] = [set() for _ in range(n)]
+    pred: list[set[int]] = [set() for _ in range(n)]
+    for ch in channels:
+        succ[ch.src].add(ch.dst)
+        pred[ch.dst].add(ch.src)
+    for r in range(n):
+        if n > 1 and not succ[r] and not pred[r]:
+            raise TacosError(f"NPU {npus[r]} (rank {r}) has no links to the other ranks")
+    for adj, forward in ((succ, True), (pred, False)):
+        seen = [False] * n
+        seen[0] = True
+        stack = [0]
+        while stack:
+            a = stack.pop()
+            for b in adj[a]:
+                if not seen[b]:
+                    seen[b] = True
+                    stack.append(b)
+        for r in range(n):
+            if not seen[r]:
+                a, b = (0, r) if forward else (r, 0)
+                if net.transposed:
+                    a, b = b, a
+                raise TacosError(
+                    f"NPU {npus[a]} (rank {a}) cannot reach NPU {npus[b]} (rank {b}): the "
+                    "topology is disconnected"
+                )

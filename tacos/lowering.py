@@ -1,0 +1,355 @@
+"""Lowering: phases of transfers -> a column-wise `Program`, with every dependency it needs.
+
+Each transfer becomes one Send (on the sender, its route as a hint, the route's tag) and one Recv
+(on the receiver; reducing in reduction phases). Operations of a rank are ordered by their
+planned time (receives before sends at equal times), and each depends on:
+
+- Send: the operation that made its source data (the receive that brought the chunk, or the last
+  reducing receive into the partial sum); the previous send on the same first link (the link's
+  schedule, so the link order travels with the program); in forward phases, when the planned
+  start is later than those, the sender's operation that completes at exactly that time.
+- Reducing receive: the previous receive into the same slot (by planned arrival), or the copy of
+  the rank's own contribution into the accumulator.
+- Receive of the second phase of an All-Reduce: the first-phase send that read the same slot.
+
+Forward phases (All-Gather, Broadcast, Gather, the second half of All-Reduce) write received
+chunks into the output slot of the chunk. Reverse phases (Reduce-Scatter, Reduce, Scatter, the
+first half of All-Reduce) accumulate partial sums in the output slot of the chunk (All-Reduce,
+Reduce), the rank's output (the owner in Reduce-Scatter) or scratch; a rank that receives
+nothing for a chunk sends straight from its input. Scatter relays hold chunks in scratch.
+The result is built with numpy in time linear in the number of operations (plus sorts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from chakra_ir.collective import Buffer, Collective, CollectiveKind
+from chakra_ir.program import OpKind, Program
+
+I64 = npt.NDArray[np.int64]
+IN, OUT, SCR = int(Buffer.INPUT), int(Buffer.OUTPUT), int(Buffer.SCRATCH)
+NONE = -1
+
+
+@dataclass
+class Phase:
+    """Transfers of one phase (arrays from `reversal`), its direction, reduction and time shift."""
+
+    transfers: dict[str, I64]
+    forward: bool
+    reduce: bool
+    shift: int = 0
+
+
+@dataclass
+class Lowered:
+    """The program, and the transfer graph the replay times: per transfer ``src``, ``dst``,
+    ``route``, planned ``start``/``arrive``, ``reduce``; dependencies as CSR over *events*
+    (``2g`` = receive of transfer g completes, ``2g+1`` = send of g completes): ``send_dep_*``
+    for what a send waits on, ``recv_dep_*`` for what a receive waits on."""
+
+    program: Program
+    src: I64
+    dst: I64
+    route: I64
+    start: I64
+    arrive: I64
+    reduce: npt.NDArray[np.bool_]
+    send_dep_off: I64
+    send_dep: I64
+    recv_dep_off: I64
+    recv_dep: I64
+
+
+def _csr(owner: I64, value: I64, n: int) -> tuple[I64, I64]:
+    """CSR of the (owner, value) pairs over owners 0..n-1, values sorted, duplicates dropped."""
+    width = int(max(int(value.max()) + 1, 1)) if len(value) else 1
+    if len(owner) and n * width < (1 << 62):
+        key = np.sort(owner * width + value)
+        if len(key) > 1:
+            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
+        owner, value = key // width, key % width
+    else:
+        order = np.lexsort((value, owner))
+        owner, value = owner[order], value[order]
+        if len(owner):
+            keep = np.ones(len(owner), dtype=bool)
+            keep[1:] = (owner[1:] != owner[:-1]) | (value[1:] != value[:-1])
+            owner, value = owner[keep], value[keep]
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=off[1:])
+    return off, value
+
+
+def lower(
+    collective: Collective,
+    phases: list[Phase],
+    routes: dict[str, I64],
+    num_chunks: int,
+    origin: I64,
+    *,
+    name: str,
+) -> Lowered:
+    """Lower ``phases`` (in order) into a Program for ``collective``; see the module docstring.
+
+    ``num_chunks`` is the number of chunk ids; ``origin[X]`` is the rank chunk ``X`` starts at in
+    forward phases (or ends at, in reverse phases: its owner, -1 for a Reduce's root chunk)."""
+    c = collective
+    R, cf, kind = c.num_ranks, c.chunks_per_rank, c.kind
+    K = num_chunks
+    dur, link0, ser0 = routes["dur"], routes["link0"], routes["ser0"]
+    cols = {
+        k: np.concatenate([p.transfers[k] for p in phases])
+        for k in ("chunk", "src", "dst", "route")
+    }
+    X, src, dst, route = cols["chunk"], cols["src"], cols["dst"], cols["route"]
+    start = np.concatenate([p.transfers["start"] + p.shift for p in phases])
+    arrive = start + dur[route]
+    G = len(X)
+    sizes = [len(p.transfers["chunk"]) for p in phases]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    reduce = np.repeat(np.array([p.reduce for p in phases], dtype=bool), sizes)
+    gidx = np.arange(G, dtype=np.int64)
+
+    # Provisional op ids: send of g = g, recv of g = G + g, copies from 2G.
+    dep_op: list[I64] = []
+    dep_on: list[I64] = []
+
+    def add(ops: I64, on: I64) -> None:
+        m = on >= 0
+        dep_op.append(ops[m])
+        dep_on.append(on[m])
+
+    send_src_buf = np.full(G, NONE, dtype=np.int64)
+    send_src_idx = np.full(G, NONE, dtype=np.int64)
+    recv_buf = np.full(G, NONE, dtype=np.int64)
+    recv_idx = np.full(G, NONE, dtype=np.int64)
+    copies: list[tuple[I64, I64, I64, I64, I64, I64]] = []  # rank, sbuf, sidx, dbuf, didx, count
+    copy_key_first = np.full(0, 0, dtype=np.int64)
+    last_rev = np.full(R * K, -1, dtype=np.int64) if any(not p.forward for p in phases) else None
+    rev_send = None
+    timing_ops: list[tuple[I64, I64, I64]] = []
+
+    for pi, p in enumerate(phases):
+        sl = slice(int(offs[pi]), int(offs[pi + 1]))
+        g = gidx[sl]
+        x, s, d = X[sl], src[sl], dst[sl]
+        if p.forward:
+            own = s == origin[x]
+            # Source slots.
+            if kind is CollectiveKind.ALLREDUCE:
+                sb, si = np.full(len(g), OUT), x.copy()
+            else:
+                local = x - origin[x] * cf if kind is not CollectiveKind.BROADCAST else x
+                sb = np.where(own, IN, OUT)
+                si = np.where(own, local, x)
+            send_src_buf[sl], send_src_idx[sl] = sb, si
+            recv_buf[sl], recv_idx[sl] = OUT, x
+            # Data: the receive that brought the chunk, or the last reduction into it.
+            deliv = np.full(R * K, -1, dtype=np.int64)
+            deliv[d * K + x] = g
+            data = deliv[s * K + x]
+            if last_rev is not None:
+                data = np.where(own, last_rev[s * K + x], data)
+            add(g, np.where(data >= 0, G + data, -1))
+            if rev_send is not None:
+                war = rev_send[d * K + x]
+                add(G + g, war)
+            # Timing dependencies (forward plans start sends only at the sender's events).
+            tdep = p.transfers["tdep"]
+            tg = np.where(tdep >= 0, 2 * (offs[pi] + (tdep >> 1)) + (tdep & 1), -1)
+            natural = np.where(data >= 0, arrive[np.maximum(data, 0)], 0)
+            timing_ops.append((g, tg, natural))
+        else:
+            # Reverse: receives into accumulators, chained by planned arrival.
+            key = d * K + x
+            order = np.lexsort((g, arrive[sl], key))
+            ks = key[order]
+            gs = g[order]
+            first = np.ones(len(gs), dtype=bool)
+            first[1:] = ks[1:] != ks[:-1]
+            lastm = np.ones(len(gs), dtype=bool)
+            lastm[:-1] = ks[1:] != ks[:-1]
+            prev = np.where(first, -1, np.roll(gs, 1))
+            add(G + gs, np.where(prev >= 0, G + prev, -1))
+            assert last_rev is not None
+            last_rev[ks[lastm]] = gs[lastm]
+            # Slots.
+            holder = last_rev[s * K + x] >= 0  # the sender received partials for x
+            if kind is CollectiveKind.SCATTER:
+                final = d == origin[x]
+                recv_buf[sl] = np.where(final, OUT, SCR)
+                recv_idx[sl] = np.where(final, x - d * cf, x)
+                send_src_buf[sl] = np.where(holder, SCR, IN)
+                send_src_idx[sl] = x
+            else:
+                acc_b, acc_i = _accumulator(c, d, x, origin)
+                recv_buf[sl], recv_idx[sl] = acc_b, acc_i
+                hb, hi = _accumulator(c, s, x, origin)
+                send_src_buf[sl] = np.where(holder, hb, IN)
+                send_src_idx[sl] = np.where(holder, hi, x)
+                # Copy own contribution into the accumulator before the first receive.
+                fr = gs[first]
+                cr, cx = dst[fr], X[fr]
+                ab, ai = _accumulator(c, cr, cx, origin)
+                need = ~((ab == IN) & (ai == cx)) & (not c.inplace)
+                if np.any(need):
+                    copies.append(
+                        (
+                            cr[need],
+                            np.full(int(need.sum()), IN),
+                            cx[need],
+                            ab[need],
+                            ai[need],
+                            np.ones(int(need.sum()), dtype=np.int64),
+                        )
+                    )
+                    copy_key_first = np.concatenate([copy_key_first, fr[need]])
+            add(g, np.where(holder, G + last_rev[s * K + x], -1))
+            rev_send = np.full(R * K, -1, dtype=np.int64)
+            rev_send[s * K + x] = g
+    # The schedule on each first link.
+    lk = link0[route]
+    order = np.lexsort((gidx, start, lk))
+    chain = np.full(G, -1, dtype=np.int64)
+    same = lk[order][1:] == lk[order][:-1]
+    chain[order[1:][same]] = order[:-1][same]
+    add(gidx, chain)
+    # Timing deps when the chain does not already explain the start.
+    for g, tg, natural in timing_ops:
+        ch = chain[g]
+        ch_done = np.where(ch >= 0, start[np.maximum(ch, 0)] + ser0[route[np.maximum(ch, 0)]], 0)
+        need_t = (tg >= 0) & (start[g] > np.maximum(ch_done, natural))
+        op = np.where(tg & 1, tg >> 1, G + (tg >> 1))
+        add(g[need_t], op[need_t])
+
+    # Initial copies of the collective (not in place).
+    if not c.inplace:
+        init = _initial_copies(c)
+        if init is not None:
+            copies.insert(0, init)
+    if copies:
+        crank = np.concatenate([x[0] for x in copies])
+        csb = np.concatenate([x[1] for x in copies])
+        csi = np.concatenate([x[2] for x in copies])
+        cdb = np.concatenate([x[3] for x in copies])
+        cdi = np.concatenate([x[4] for x in copies])
+        ccnt = np.concatenate([x[5] for x in copies])
+    else:
+        crank = csb = csi = cdb = cdi = ccnt = np.zeros(0, dtype=np.int64)
+    C = len(crank)
+    # Accumulator copies come last among the copies; the first receive depends on its copy.
+    n_acc = len(copy_key_first)
+    if n_acc:
+        add(G + copy_key_first, 2 * G + np.arange(C - n_acc, C, dtype=np.int64))
+
+    # Ops.
+    n_ops = 2 * G + C
+    o_rank = np.concatenate([src, dst, crank])
+    o_time = np.concatenate([start, arrive, np.full(C, -1, dtype=np.int64)])
+    o_ord = np.concatenate([np.ones(G, np.int64), np.zeros(G, np.int64), np.full(C, -1, np.int64)])
+    o_kind = np.concatenate(
+        [
+            np.full(G, int(OpKind.SEND)),
+            np.where(reduce, int(OpKind.RECV_REDUCE), int(OpKind.RECV)),
+            np.full(C, int(OpKind.COPY)),
+        ]
+    )
+    o_peer = np.concatenate([dst, src, np.full(C, -1)])
+    o_sb = np.concatenate([send_src_buf, np.full(G, -1), csb])
+    o_si = np.concatenate([send_src_idx, np.full(G, -1), csi])
+    o_db = np.concatenate([np.full(G, -1), recv_buf, cdb])
+    o_di = np.concatenate([np.full(G, -1), recv_idx, cdi])
+    o_cnt = np.concatenate([np.ones(2 * G, np.int64), ccnt])
+    tag = routes["tag"]
+    o_tag = np.concatenate([tag[route], tag[route], np.zeros(C, np.int64)])
+    tkey = (o_time + 1) * 4 + (o_ord + 1)
+    tmax = int(tkey.max()) + 1 if n_ops else 1
+    if R * tmax < (1 << 62):
+        perm = np.argsort(o_rank * tmax + tkey, kind="stable")
+    else:
+        perm = np.lexsort((np.arange(n_ops), o_ord, o_time, o_rank))
+    pos = np.empty(n_ops, dtype=np.int64)
+    pos[perm] = np.arange(n_ops)
+    rank_offsets = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(np.bincount(o_rank, minlength=R), out=rank_offsets[1:])
+    d_op = np.concatenate(dep_op) if dep_op else np.zeros(0, np.int64)
+    d_on = np.concatenate(dep_on) if dep_on else np.zeros(0, np.int64)
+    local_on = pos[d_on] - rank_offsets[o_rank[d_on]]
+    dep_off, deps = _csr(pos[d_op], local_on, n_ops)
+    # Routes of sends.
+    node_off, nodes = routes["node_off"], routes["nodes"]
+    rlen = np.zeros(n_ops, dtype=np.int64)
+    rlen[pos[:G]] = node_off[route + 1] - node_off[route]
+    route_off = np.zeros(n_ops + 1, dtype=np.int64)
+    np.cumsum(rlen, out=route_off[1:])
+    sends_sorted = perm[perm < G]  # transfer ids in program order of their sends
+    starts = node_off[route[sends_sorted]]
+    lens = node_off[route[sends_sorted] + 1] - starts
+    flat = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(
+        int(lens.sum())
+    )
+    route_nodes = nodes[flat]
+    columns = {
+        "kind": o_kind[perm],
+        "peer": o_peer[perm],
+        "src_buf": o_sb[perm],
+        "src_index": o_si[perm],
+        "dst_buf": o_db[perm],
+        "dst_index": o_di[perm],
+        "count": o_cnt[perm],
+        "tag": o_tag[perm],
+    }
+    sizes_arr = np.zeros((R, 3), dtype=np.int64)
+    for r in range(R):
+        sizes_arr[r, 0] = c.input_chunks(r)
+        sizes_arr[r, 1] = c.output_chunks(r)
+    scr = (o_db == SCR) | (o_sb == SCR)
+    if np.any(scr):
+        top = np.where(o_db == SCR, o_di, o_si) + np.where(o_db == SCR, 1, o_cnt)
+        np.maximum.at(sizes_arr[:, 2], o_rank[scr], top[scr])
+    program = Program.from_columns(
+        c, rank_offsets, columns, dep_off, deps, sizes_arr, route_off, route_nodes, name=name
+    )
+    # The transfer graph for the replay, in events.
+    ev_of = np.concatenate([2 * gidx + 1, 2 * gidx, np.full(C, -1, np.int64)])
+    ev_dep = ev_of[d_on]
+    keep = ev_dep >= 0
+    is_s = d_op < G
+    s_off, s_dep = _csr(d_op[keep & is_s], ev_dep[keep & is_s], G)
+    r_off, r_dep = _csr(
+        d_op[keep & ~is_s & (d_op < 2 * G)] - G, ev_dep[keep & ~is_s & (d_op < 2 * G)], G
+    )
+    return Lowered(program, src, dst, route, start, arrive, reduce, s_off, s_dep, r_off, r_dep)
+
+
+def _accumulator(c: Collective, rank: I64, x: I64, origin: I64) -> tuple[I64, I64]:
+    """Where ``rank`` accumulates its partial sum of chunk ``x`` (reverse phases)."""
+    kind = c.kind
+    if kind is CollectiveKind.REDUCE_SCATTER:
+        if c.inplace:
+            return np.full(len(x), IN), x
+        owner = rank == origin[x]
+        return np.where(owner, OUT, SCR), np.where(owner, x - rank * c.chunks_per_rank, x)
+    # All-Reduce and Reduce accumulate in the chunk's output slot (aliased in place).
+    return np.full(len(x), OUT), x
+
+
+def _initial_copies(c: Collective) -> tuple[I64, I64, I64, I64, I64, I64] | None:
+    """The copies of a rank's own input into its output (not in place)."""
+    R, cf, kind, root = c.num_ranks, c.chunks_per_rank, c.kind, c.root
+    one = np.ones(1, dtype=np.int64)
+    if kind is CollectiveKind.ALLGATHER:
+        r = np.arange(R, dtype=np.int64)
+        return (r, np.full(R, IN), np.zeros(R, np.int64), np.full(R, OUT), r * cf, np.full(R, cf))
+    if kind is CollectiveKind.BROADCAST:
+        return (root * one, IN * one, 0 * one, OUT * one, 0 * one, cf * one)
+    if kind is CollectiveKind.GATHER:
+        return (root * one, IN * one, 0 * one, OUT * one, root * cf * one, cf * one)
+    if kind is CollectiveKind.SCATTER:
+        return (root * one, IN * one, root * cf * one, OUT * one, 0 * one, cf * one)
+    return None

@@ -1,0 +1,411 @@
+"""The link-chunk matching on a time-expanded network (TACOS, reference section 1), link-centric.
+
+Time advances from event to event (chunk arrivals and links finishing a serialization). At each
+event time every rank that had an event (or every rank at time 0) looks at its free outgoing
+first links; for each, it picks a channel whose later hops are free when the chunk reaches them
+(switch ports and relays are shared capacity, never queued on) and a chunk:
+
+    candidates = has[u] & ~(has[v] | incoming[v])
+
+A chunk is a candidate only after it has fully arrived at ``u`` (``has`` is updated at arrival
+events), and a chunk already travelling to ``v`` is not offered again, so every (chunk, rank)
+pair is received exactly once. Chunks are Python integers used as bitsets; the pick among
+candidates is seeded random with a preference for chunks that the other in-neighbours of ``v``
+cannot deliver sooner (heterogeneous links) and for chunks few ranks hold.
+
+Sends start only at event times of their sender: the arrival of a chunk there or the end of one
+of its sends. So every start time is the completion time of an operation of the sending rank,
+which lowering turns into a dependency, and a simulator replaying the program reproduces the
+schedule exactly.
+
+Two modes: ``spread`` (every rank needs every chunk: All-Gather, Broadcast) and ``sink`` (one
+rank needs every chunk: Gather; chunks move only to ranks strictly closer to the sink, and each
+copy is forwarded once).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tacos.channels import Channel, Timed
+from tacos.errors import TacosError
+
+Progress = Callable[[float], None]
+
+
+@dataclass
+class Plan:
+    """A synthesized schedule of one phase: transfer ``i`` moves chunk ``chunk[i]`` over channel
+    ``chan[i]`` starting at ``start[i]`` ps; ``tdep[i]`` is the sender's operation completing at
+    that time (``2*j`` the receive of transfer ``j``, ``2*j+1`` its send; -1 none).
+
+    ``makespan`` is the last arrival (ps). Transfers are in decision order, which is also
+    nondecreasing start order.
+    """
+
+    chunk: npt.NDArray[np.int32]
+    chan: npt.NDArray[np.int32]
+    start: npt.NDArray[np.int64]
+    tdep: npt.NDArray[np.int64]
+    makespan: int
+    exact: bool = True
+    """False when some send starts at a time no operation of its sender completes (a wake-up
+    after a stall on shared links): the program's time then comes from the replay."""
+
+
+def spread(
+    num_ranks: int,
+    channels: Sequence[Channel],
+    timing: Sequence[Timed],
+    chunk_src: Sequence[int],
+    *,
+    seed: int,
+    sink: int = -1,
+    progress: Progress | None = None,
+) -> Plan:
+    """Synthesize the movement of chunks ``k`` (at rank ``chunk_src[k]`` at time 0) to every rank
+    (``sink < 0``) or to rank ``sink``. See the module docstring."""
+    R = num_ranks
+    K = len(chunk_src)
+    rng = random.Random(seed)
+    rand = rng.random
+    ch_src = [c.src for c in channels]
+    ch_dst = [c.dst for c in channels]
+    ch_dur = [tm.dur for tm in timing]
+    # Per rank: groups of channels sharing a first link: (link, ser0, ((ch, v, dur, interior), ...)).
+    groups_by: list[dict[int, list[tuple[int, int, int, tuple[tuple[int, int, int], ...]]]]] = [
+        {} for _ in range(R)
+    ]
+    ser0_of: dict[int, int] = {}
+    max_link = 0
+    for i, (c, tm) in enumerate(zip(channels, timing, strict=True)):
+        link0, _, ser0 = tm.hops[0]
+        ser0_of[link0] = ser0
+        max_link = max(max_link, *(h[0] for h in tm.hops))
+        groups_by[c.src].setdefault(link0, []).append((i, c.dst, tm.dur, tm.hops[1:]))
+    groups: list[
+        list[
+            tuple[int, int, tuple[tuple[int, int, int, tuple[tuple[int, int, int], ...]], ...], int]
+        ]
+    ] = [
+        [
+            (link, ser0_of[link], tuple(chs), min(x[2] for x in chs))
+            for link, chs in sorted(g.items())
+        ]
+        for g in groups_by
+    ]
+    # Hetero awareness: for each channel into v, the other channels into v that are faster.
+    into: list[list[int]] = [[] for _ in range(R)]
+    for i, c in enumerate(channels):
+        into[c.dst].append(i)
+    hetero = len(set(ch_dur)) > 1
+    ch_link0 = [tm.hops[0][0] for tm in timing]
+    near = _fast_neighbourhood(R, channels, ch_dur) if hetero else [()] * len(channels)
+    ch_ser0 = [tm.hops[0][2] for tm in timing]
+
+    busy = [0] * (max_link + 1)
+    has = [0] * R
+    for k, s in enumerate(chunk_src):
+        has[s] |= 1 << k
+    inc = [0] * R
+    fwd: list[int] = []
+    dist: list[int] = []
+    if sink >= 0:
+        fwd = list(has)
+        fwd[sink] = 0
+        dist = _dist_to(R, channels, ch_dur, sink)
+        total = sum(1 for s in chunk_src if s != sink)
+    else:
+        total = K * (R - 1)
+    rarity = _Rarity(K, R, chunk_src) if sink < 0 else None
+    full = (1 << K) - 1
+
+    t_chunk: list[int] = []
+    t_chan: list[int] = []
+    t_start: list[int] = []
+    t_tdep: list[int] = []
+    events: dict[int, list[int]] = {}
+    times: list[int] = []
+    last = [-1] * R
+    mark = [-1] * R
+    pending = [0] * R  # future events at each rank: arrivals to it, ends of its sends
+    served = 0
+    makespan = 0
+    next_report = 0.0
+    active = list(range(R))
+    t = 0
+    exact = True
+    woken = -1
+    while True:
+        rng.shuffle(active)
+        if hetero:
+            # Fastest channels first, so slower ones see what the fast ones took.
+            work = sorted(
+                ((gr[3], i, u, gr) for i, u in enumerate(active) for gr in groups[u]),
+                key=lambda w: (w[0], w[1]),
+            )
+            items = [(w[2], w[3]) for w in work]
+        else:
+            items = [(u, gr) for u in active for gr in groups[u]]
+        for u, (link, ser0, chans, _) in items:
+            if busy[link] > t:
+                continue
+            hu = fwd[u] if sink >= 0 else has[u]
+            if not hu:
+                continue
+            if True:
+                n = len(chans)
+                off = int(rand() * n) if n > 1 else 0
+                for j in range(n):
+                    ch, v, dur, interior = chans[(off + j) % n] if n > 1 else chans[0]
+                    if sink >= 0:
+                        if dist[v] >= dist[u]:
+                            continue
+                        cand = hu
+                    else:
+                        cand = hu & ~(has[v] | inc[v])
+                    if not cand:
+                        continue
+                    ok = True
+                    for l2, o2, _ in interior:
+                        if busy[l2] > t + o2:
+                            ok = False
+                            break
+                    if not ok:
+                        continue
+                    if hetero and sink < 0:
+                        pick = _unhurried(
+                            cand,
+                            ch,
+                            v,
+                            t + dur,
+                            into,
+                            ch_src,
+                            ch_dur,
+                            ch_link0,
+                            ch_ser0,
+                            has,
+                            busy,
+                            t,
+                            inc,
+                            full,
+                        )
+                        if not pick and pending[u]:
+                            continue
+                        if pick:
+                            cand = pick
+                        if near[ch]:
+                            m = 0
+                            for w in near[ch]:
+                                m |= has[w] | inc[w]
+                            rest = cand & ~m
+                            if rest:
+                                cand = rest
+                    if rarity is not None:
+                        cand = rarity.rarest(cand)
+                    r = int(rand() * K)
+                    x = cand >> r
+                    k = r + (x & -x).bit_length() - 1 if x else (cand & -cand).bit_length() - 1
+                    bit = 1 << k
+                    if sink >= 0:
+                        fwd[u] &= ~bit
+                        hu &= ~bit
+                        if v == sink:
+                            served += 1
+                    else:
+                        inc[v] |= bit
+                        served += 1
+                        rarity.add(k)  # type: ignore[union-attr]
+                    busy[link] = t + ser0
+                    for l2, o2, s2 in interior:
+                        busy[l2] = t + o2 + s2
+                    tid = len(t_chunk)
+                    t_chunk.append(k)
+                    t_chan.append(ch)
+                    t_start.append(t)
+                    t_tdep.append(last[u] if mark[u] == t else -1)
+                    pending[u] += 1
+                    pending[v] += 1
+                    ta = t + dur
+                    if ta > makespan:
+                        makespan = ta
+                    for tt, code in ((ta, 2 * tid), (t + ser0, 2 * tid + 1)):
+                        lst = events.get(tt)
+                        if lst is None:
+                            events[tt] = [code]
+                            heapq.heappush(times, tt)
+                        else:
+                            lst.append(code)
+                    break
+        if served >= total:
+            break
+        if progress is not None and served >= next_report:
+            progress(served / total)
+            next_report = served + total / 100
+        if not times:
+            # Every rank with work waits on a shared link (a switch port or relay) and has no
+            # event of its own left: wake them all when the next shared link frees. Such sends
+            # have no operation to start from (the replay times them as a simulator would).
+            if woken != t:
+                woken = t
+            else:
+                later = [b for b in busy if b > t]
+                if not later:
+                    raise TacosError(
+                        "synthesis stalled: some rank cannot receive every chunk it needs"
+                    )
+                t = woken = min(later)
+            exact = False
+            active = [u for u in range(R) if (fwd[u] if sink >= 0 else has[u])]
+            for u in active:
+                mark[u] = -1
+            continue
+        t = heapq.heappop(times)
+        active = []
+        for code in events.pop(t):
+            tid = code >> 1
+            if code & 1:
+                x = ch_src[t_chan[tid]]
+            else:
+                x = ch_dst[t_chan[tid]]
+                b = 1 << t_chunk[tid]
+                if sink >= 0:
+                    if x != sink:
+                        fwd[x] |= b
+                else:
+                    has[x] |= b
+                    inc[x] &= ~b
+            last[x] = code
+            pending[x] -= 1
+            if mark[x] != t:
+                mark[x] = t
+                active.append(x)
+        active.sort()
+    if progress is not None:
+        progress(1.0)
+    return Plan(
+        np.array(t_chunk, dtype=np.int32),
+        np.array(t_chan, dtype=np.int32),
+        np.array(t_start, dtype=np.int64),
+        np.array(t_tdep, dtype=np.int64),
+        makespan,
+        exact,
+    )
+
+
+def _unhurried(
+    cand: int,
+    ch: int,
+    v: int,
+    arrive: int,
+    into: list[list[int]],
+    ch_src: list[int],
+    ch_dur: list[int],
+    ch_link0: list[int],
+    ch_ser0: list[int],
+    has: list[int],
+    busy: list[int],
+    t: int,
+    inc: list[int],
+    full: int,
+) -> int:
+    """The candidates for channel ``ch`` into ``v`` that no faster channel into ``v`` could
+    deliver before ``arrive``; when every candidate could come sooner another way, all of them
+    if the faster channels cannot carry them all by then, else none (the link waits)."""
+    sooner = 0
+    capacity = 0
+    for e in into[v]:
+        if e == ch:
+            continue
+        free = busy[ch_link0[e]]
+        if free <= t:
+            # Idle now: faster channels were offered first, so it has nothing for v now.
+            continue
+        slack = arrive - free - ch_dur[e]
+        if slack >= 0:
+            sooner |= has[ch_src[e]]
+            capacity += slack // ch_ser0[e] + 1
+    if not sooner:
+        return cand
+    if (full & ~(has[v] | inc[v])).bit_count() <= capacity:
+        return 0  # the busy faster channels can bring v all it lacks before this would land
+    rest = cand & ~sooner
+    return rest if rest else cand
+
+
+class _Rarity:
+    """Chunks bucketed by how many ranks hold or are receiving them (buckets by bit length)."""
+
+    def __init__(self, num_chunks: int, num_ranks: int, chunk_src: Sequence[int]) -> None:
+        self.count = [1] * num_chunks
+        self.masks = [0] * (num_ranks.bit_length() + 2)
+        self.masks[1] = (1 << num_chunks) - 1
+
+    def add(self, k: int) -> None:
+        c = self.count[k]
+        self.count[k] = c + 1
+        old, new = c.bit_length(), (c + 1).bit_length()
+        if old != new:
+            bit = 1 << k
+            self.masks[old] ^= bit
+            self.masks[new] |= bit
+
+    def rarest(self, cand: int) -> int:
+        for m in self.masks:
+            x = cand & m
+            if x:
+                return x
+        return cand
+
+
+def _dist_to(num_ranks: int, channels: Sequence[Channel], dur: list[int], sink: int) -> list[int]:
+    """Shortest channel time from every rank to ``sink`` (Dijkstra on reversed channels)."""
+    back: list[list[tuple[int, int]]] = [[] for _ in range(num_ranks)]
+    for i, c in enumerate(channels):
+        back[c.dst].append((c.src, dur[i]))
+    inf = 1 << 62
+    dist = [inf] * num_ranks
+    dist[sink] = 0
+    heap = [(0, sink)]
+    while heap:
+        d, x = heapq.heappop(heap)
+        if d > dist[x]:
+            continue
+        for y, w in back[x]:
+            if d + w < dist[y]:
+                dist[y] = d + w
+                heapq.heappush(heap, (d + w, y))
+    return dist
+
+
+def _fast_neighbourhood(
+    num_ranks: int, channels: Sequence[Channel], dur: list[int], depth: int = 2
+) -> list[tuple[int, ...]]:
+    """For each channel into ``v``: the ranks that reach ``v`` within ``depth`` hops over
+    channels faster than it. A slow channel should carry chunks none of them holds."""
+    into: list[list[int]] = [[] for _ in range(num_ranks)]
+    for i, c in enumerate(channels):
+        into[c.dst].append(i)
+    out: list[tuple[int, ...]] = []
+    for i, c in enumerate(channels):
+        limit = dur[i]
+        seen = {c.dst}
+        frontier = [c.dst]
+        for _ in range(depth):
+            nxt = []
+            for x in frontier:
+                for e in into[x]:
+                    w = channels[e].src
+                    if dur[e] < limit and w not in seen:
+                        seen.add(w)
+                        nxt.append(w)
+            frontier = nxt
+        seen.discard(c.dst)
+        out.append(tuple(sorted(seen)))
+    return out

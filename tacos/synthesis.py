@@ -1,0 +1,313 @@
+"""`synthesize`: a collective on a topology -> a verified-shape Program and its estimated time.
+
+All-Gather, Broadcast and Gather are synthesized forward (`tacos.matching`). Reduce-Scatter,
+Reduce and Scatter are the reversal (`tacos.reversal`) of All-Gather, Broadcast and Gather
+synthesized on the transposed topology. All-Reduce is that Reduce-Scatter followed by an
+All-Gather; on a topology that is its own transpose one synthesis serves both halves.
+
+The estimate is the cost-model time of the program (`tacos.timing.replay`): for forward kinds it
+equals the synthesized schedule's makespan by construction; for the others the replay also lets
+each send start as soon as its dependencies allow, as a simulator does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from chakra_ir.collective import Buffer, Collective, CollectiveKind
+from chakra_ir.program import Program, ProgramBuilder, Slice
+from tacos.channels import (
+    PS_PER_NS,
+    Channel,
+    Net,
+    Timed,
+    build_channels,
+    check_placement,
+    time_channel,
+)
+from tacos.errors import TacosError
+from tacos.lowering import Lowered, Phase, lower
+from tacos.matching import Plan, spread
+from tacos.reversal import forward_phase, reverse_phase
+from tacos.routes import Routes
+from tacos.timing import replay, replay_single_hop
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.topology import Topology
+
+I64 = npt.NDArray[np.int64]
+Progress = Callable[[float], None]
+
+SUPPORTED = frozenset(
+    {
+        CollectiveKind.ALLGATHER,
+        CollectiveKind.REDUCE_SCATTER,
+        CollectiveKind.ALLREDUCE,
+        CollectiveKind.BROADCAST,
+        CollectiveKind.REDUCE,
+        CollectiveKind.GATHER,
+        CollectiveKind.SCATTER,
+    }
+)
+
+
+def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int:
+    """The ``Collective.chunks_per_rank`` that gives "``chunks_per_npu`` chunks per NPU".
+
+    All-Gather, Reduce-Scatter, Gather, Scatter: each rank contributes (or owns)
+    ``chunks_per_npu`` chunks, so ``chunks_per_npu``. All-Reduce, Broadcast, Reduce: one buffer
+    cut into ``num_ranks * chunks_per_npu`` chunks (All-Reduce's Reduce-Scatter half then leaves
+    ``chunks_per_npu`` reduced chunks on each rank). Raises TacosError for values below 1 or a
+    kind TACOS does not synthesize.
+    """
+    _check_kind(kind)
+    if num_ranks < 1:
+        raise TacosError(f"a collective needs at least 1 rank, got {num_ranks}")
+    if chunks_per_npu < 1:
+        raise TacosError(f"chunks per NPU must be at least 1, got {chunks_per_npu}")
+    if kind in (CollectiveKind.ALLREDUCE, CollectiveKind.BROADCAST, CollectiveKind.REDUCE):
+        return num_ranks * chunks_per_npu
+    return chunks_per_npu
+
+
+def _check_kind(kind: CollectiveKind) -> None:
+    if kind not in SUPPORTED:
+        served = ", ".join(sorted(k.value for k in SUPPORTED))
+        raise TacosError(f"tacos does not synthesize {kind.value} (it serves {served})")
+
+
+@dataclass
+class Synthesis:
+    """A synthesized program and its schedule's facts.
+
+    ``estimated_ns``: the cost-model time of ``program`` (the replay of its schedule);
+    ``seconds``: wall time of synthesis and lowering (not verification); ``seed``: the seed of
+    the kept schedule; ``phases_ns``: the makespan of each synthesized phase as planned;
+    ``transfers``: messages in the program; ``fifo_exact``: whether every shared link serves its
+    messages in the order they reach it in the replay (see `tacos.timing`).
+    """
+
+    program: Program
+    estimated_ns: float
+    seconds: float
+    seed: int
+    chunk_bytes: float
+    phases_ns: dict[str, float] = field(default_factory=dict)
+    transfers: int = 0
+    fifo_exact: bool = True
+
+
+def synthesize(
+    collective: Collective,
+    topology: Topology,
+    chunk_bytes: float,
+    *,
+    seed: int = 0,
+    seeds: int = 1,
+    cost: CostModel = DEFAULT_COST_MODEL,
+    progress: Progress | None = None,
+) -> Synthesis:
+    """Synthesize ``collective`` on ``topology`` with chunks of ``chunk_bytes`` bytes.
+
+    Contract: the program satisfies ``collective`` (it passes `chakra_ir.verify.verify` and
+    `verify_routes` against ``topology``); each Send carries the route it was charged for; the
+    same arguments give the identical program; with ``seeds=K`` the seeds ``seed..seed+K-1``
+    are tried and the schedule with the shortest synthesized makespan kept. ``progress``, when
+    given, is called with the fraction done (0..1). Raises TacosError (a CollcError) for a kind
+    TACOS does not serve, a non-positive chunk size or seed count, ranks that are not NPUs of
+    the topology, or ranks that cannot reach each other.
+    """
+    t0 = time.perf_counter()
+    kind = collective.kind
+    _check_kind(kind)
+    if not (
+        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
+    ):
+        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
+    if seeds < 1:
+        raise TacosError(f"seeds must be at least 1, got {seeds}")
+    npus = check_placement(collective, topology)
+    R, cf = collective.num_ranks, collective.chunks_per_rank
+    name = f"tacos-{kind.value}"
+    if R == 1:
+        return Synthesis(
+            _trivial(collective, name), 0.0, time.perf_counter() - t0, seed, chunk_bytes
+        )
+    say = progress or (lambda _f: None)
+    net = Net.of(topology)
+    routes = Routes(net, chunk_bytes, cost)
+    root = collective.root
+
+    def solve(
+        on: Net, chunk_src: list[int], sink: int, lo: float, hi: float
+    ) -> tuple[Plan, list[Channel], list[Timed], int]:
+        channels = build_channels(on, npus)
+        timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
+        best: tuple[Plan, int] | None = None
+        for i in range(seeds):
+            a = lo + (hi - lo) * i / seeds
+            b = lo + (hi - lo) * (i + 1) / seeds
+            plan = spread(
+                R,
+                channels,
+                timing,
+                chunk_src,
+                seed=seed + i,
+                sink=sink,
+                progress=_scaled(say, a, b),
+            )
+            if best is None or plan.makespan < best[0].makespan:
+                best = (plan, seed + i)
+        assert best is not None
+        return best[0], channels, timing, best[1]
+
+    phases: list[Phase] = []
+    phases_ns: dict[str, float] = {}
+    if kind in (
+        CollectiveKind.ALLGATHER,
+        CollectiveKind.REDUCE_SCATTER,
+        CollectiveKind.GATHER,
+        CollectiveKind.SCATTER,
+    ):
+        src = [x // cf for x in range(R * cf)]
+        origin = np.array(src, dtype=np.int64)
+    elif kind is CollectiveKind.ALLREDUCE:
+        src = [(x * R) // cf for x in range(cf)]
+        origin = np.array(src, dtype=np.int64)
+    else:
+        src = [root] * cf
+        origin = np.full(cf, root, dtype=np.int64)
+    sink = root if kind in (CollectiveKind.GATHER, CollectiveKind.SCATTER) else -1
+    forward = kind in (CollectiveKind.ALLGATHER, CollectiveKind.BROADCAST, CollectiveKind.GATHER)
+    exact_plan = True
+    if forward:
+        plan, chans, _tm, used = solve(net, src, sink, 0.0, 0.8)
+        exact_plan = plan.exact
+        phases.append(Phase(forward_phase(plan, chans, routes), True, False))
+        phases_ns[kind.value] = plan.makespan / PS_PER_NS
+    elif kind is not CollectiveKind.ALLREDUCE:
+        plan, chans, tm, used = solve(net.transpose(), src, sink, 0.0, 0.8)
+        phases.append(
+            Phase(reverse_phase(plan, chans, tm, routes), False, kind is not CollectiveKind.SCATTER)
+        )
+        phases_ns[kind.value] = plan.makespan / PS_PER_NS
+    else:
+        if net.is_self_transpose():
+            plan, chans, tm, used = solve(net, src, -1, 0.0, 0.7)
+            t_chans, t_plan = _transpose_plan(net, plan, chans)
+            t_net = net.transpose()
+            t_tm = [time_channel(t_net, ch, chunk_bytes, cost) for ch in t_chans]
+            rs = reverse_phase(t_plan, t_chans, t_tm, routes)
+            rs_span = plan.makespan
+        else:
+            t_plan, t_chans, t_tm, used = solve(net.transpose(), src, -1, 0.0, 0.35)
+            rs = reverse_phase(t_plan, t_chans, t_tm, routes)
+            rs_span = t_plan.makespan
+            plan, chans, _tm, _ = solve(net, src, -1, 0.35, 0.7)
+        phases.append(Phase(rs, False, True))
+        phases.append(Phase(forward_phase(plan, chans, routes), True, False, shift=rs_span))
+        phases_ns[CollectiveKind.REDUCE_SCATTER.value] = rs_span / PS_PER_NS
+        phases_ns[CollectiveKind.ALLGATHER.value] = plan.makespan / PS_PER_NS
+    say(0.85)
+    low = _lower(collective, phases, routes, origin, name)
+    say(0.92)
+    if forward and exact_plan:
+        estimate_ps = int(low.arrive.max())
+        exact = True
+    else:
+        single = all(len(tm.hops) == 1 for tm in routes.timed)
+        rp = (replay_single_hop if single else replay)(
+            low, routes.timed, cost.reduction_ns(chunk_bytes)
+        )
+        estimate_ps = rp.finish_ps
+        exact = rp.fifo_exact
+    say(1.0)
+    return Synthesis(
+        low.program,
+        estimate_ps / PS_PER_NS,
+        time.perf_counter() - t0,
+        used,
+        chunk_bytes,
+        phases_ns,
+        len(low.src),
+        exact,
+    )
+
+
+def lowered(
+    collective: Collective,
+    topology: Topology,
+    chunk_bytes: float,
+    *,
+    seed: int = 0,
+    cost: CostModel = DEFAULT_COST_MODEL,
+) -> tuple[Synthesis, Lowered, Routes]:
+    """Like `synthesize` (one seed), also returning the transfer graph and routes, for tests
+    and tools that replay the schedule themselves."""
+    holder: dict[str, object] = {}
+    global _KEEP
+    _KEEP = holder
+    try:
+        syn = synthesize(collective, topology, chunk_bytes, seed=seed, cost=cost)
+    finally:
+        _KEEP = None
+    low = holder.get("low")
+    routes = holder.get("routes")
+    assert isinstance(low, Lowered) and isinstance(routes, Routes)
+    return syn, low, routes
+
+
+_KEEP: dict[str, object] | None = None
+
+
+def _lower(
+    collective: Collective, phases: list[Phase], routes: Routes, origin: I64, name: str
+) -> Lowered:
+    num_chunks = len(origin)
+    low = lower(collective, phases, routes.arrays(), num_chunks, origin, name=name)
+    if _KEEP is not None:
+        _KEEP["low"] = low
+        _KEEP["routes"] = routes
+    return low
+
+
+def _transpose_plan(net: Net, plan: Plan, chans: list[Channel]) -> tuple[list[Channel], Plan]:
+    """A plan on ``net`` seen as a plan on its transpose (``net`` must be its own transpose):
+    each channel is replaced by the transposed channel with the same node path and cost."""
+    t_net = net.transpose()
+    by_key: dict[tuple[tuple[int, ...], float, float], list[int]] = {}
+    for li, lk in enumerate(net.links):
+        by_key.setdefault(((lk.src, lk.dst), lk.latency_ns, lk.bandwidth_bytes_per_ns), []).append(
+            li
+        )
+    # For each link of net, a link of the transpose joining the same nodes with the same cost.
+    t_by_key: dict[tuple[tuple[int, ...], float, float], list[int]] = {}
+    for li, lk in enumerate(t_net.links):
+        t_by_key.setdefault(
+            ((lk.src, lk.dst), lk.latency_ns, lk.bandwidth_bytes_per_ns), []
+        ).append(li)
+    link_map: dict[int, int] = {}
+    for key, lst in by_key.items():
+        for a, b in zip(lst, t_by_key[key], strict=True):
+            link_map[a] = b
+    t_chans = [Channel(c.src, c.dst, c.nodes, tuple(link_map[x] for x in c.links)) for c in chans]
+    return t_chans, plan
+
+
+def _trivial(c: Collective, name: str) -> Program:
+    b = ProgramBuilder(c, auto_deps=True, name=name)
+    if not c.inplace:
+        n_in, n_out = c.input_chunks(0), c.output_chunks(0)
+        n = min(n_in, n_out)
+        b.copy(0, Slice(Buffer.INPUT, 0, n), Slice(Buffer.OUTPUT, 0, n))
+    return b.build()
+
+
+def _scaled(say: Progress, a: float, b: float) -> Progress:
+    """``say`` for a part of the work that spans fractions ``a..b`` of the whole."""
+    return lambda f: say(a + (b - a) * f)

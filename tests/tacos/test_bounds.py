@@ -1,0 +1,78 @@
+"""Lower bounds on topologies whose optimum is known by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from chakra_ir.collective import CollectiveKind
+from tacos import TacosError, synthesize
+from tacos.bounds import lower_bounds
+from tests.tacos.helpers import collective
+from topologies import parse_topology
+
+M = 64 * 2**20
+A = 500.0  # default latency, ns
+B = 50.0  # default bandwidth, bytes per ns
+
+
+def test_ring() -> None:
+    n = 8
+    sigma = M / n / B
+    b = lower_bounds(CollectiveKind.ALLGATHER, parse_topology(f"ring:{n}"), M)
+    # The farthest chunk crosses n/2 links store-and-forward.
+    assert b.items["latency"] == pytest.approx(4 * (A + sigma))
+    assert b.best[1] == pytest.approx(4 * (A + sigma))
+    assert b.items["ingress"] == pytest.approx(A + (n - 1) * M / n / (2 * B))
+    ar = lower_bounds(CollectiveKind.ALLREDUCE, parse_topology(f"ring:{n}"), M)
+    assert ar.best[1] == pytest.approx(8 * (A + sigma))
+
+
+def test_fully_connected() -> None:
+    n = 8
+    sigma = M / n / B
+    b = lower_bounds(CollectiveKind.ALLGATHER, parse_topology(f"fc:{n}"), M)
+    assert b.best[1] == pytest.approx(A + sigma)
+    assert b.items["cut"] == pytest.approx(A + sigma)
+    assert b.exact_cut
+
+
+def test_star_switch() -> None:
+    n = 8
+    sigma = M / n / B
+    t = parse_topology(f"switch:{n}")
+    b = lower_bounds(CollectiveKind.ALLGATHER, t, M)
+    assert b.items["ingress"] == pytest.approx(A + (n - 1) * sigma)
+    assert b.items["chunk"] == pytest.approx(A + (n - 1) * sigma)
+    assert b.items["latency"] == pytest.approx(2 * (A + sigma))
+    rs = lower_bounds(CollectiveKind.REDUCE_SCATTER, t, M)
+    assert rs.best[1] == pytest.approx(b.best[1])
+    g = lower_bounds(CollectiveKind.GATHER, t, M, root=3)
+    assert g.best[1] == pytest.approx(A + (n - 1) * sigma)
+
+
+def test_cut_family_on_large_mesh() -> None:
+    t = parse_topology("mesh:8x8")
+    b = lower_bounds(CollectiveKind.ALLGATHER, t, M)
+    assert not b.exact_cut
+    # The half cut: 32 ranks' data over 8 links.
+    assert b.items["cut"] >= A + 32 * (M / 64) / (8 * B) - 1e-6
+
+
+def test_synthesis_respects_bounds() -> None:
+    for spec in ("mesh:3x3", "torus:4x4", "switch:5", "uniring:4", "stack:switch2*switch2"):
+        t = parse_topology(spec)
+        for kind in (CollectiveKind.ALLGATHER, CollectiveKind.ALLREDUCE, CollectiveKind.BROADCAST):
+            c = collective(kind, t.num_npus, 2)
+            syn = synthesize(c, t, M / c.size_chunks)
+            b = lower_bounds(kind, t, M, chunks_per_npu=2)
+            assert syn.estimated_ns >= b.best[1] * (1 - 1e-6), (spec, kind, b.best)
+
+
+def test_bound_errors() -> None:
+    t = parse_topology("ring:4")
+    with pytest.raises(TacosError, match="size"):
+        lower_bounds(CollectiveKind.ALLGATHER, t, 0)
+    with pytest.raises(TacosError, match="root"):
+        lower_bounds(CollectiveKind.BROADCAST, t, M, root=5)
+    with pytest.raises(TacosError, match="chunks"):
+        lower_bounds(CollectiveKind.ALLGATHER, t, M, chunks_per_npu=0)
