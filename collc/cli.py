@@ -19,6 +19,7 @@ from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from chakra_ir.text import format_program
 from chakra_ir.verify import VerifyError
 from collc import pipeline
+from topologies import parse_topology
 from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
 
@@ -79,12 +80,6 @@ def _emit(as_json: bool, data: dict[str, Any], human: Callable[[], None]) -> Non
         human()
 
 
-def _progress(quiet: bool) -> Callable[[str], None] | None:
-    if quiet or not sys.stderr.isatty():
-        return None
-    return lambda msg: click.echo(f"  ... {msg}", err=True)
-
-
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="collc", prog_name="collc")
 def cli() -> None:
@@ -102,23 +97,38 @@ def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> di
         "topology": m.topology,
         "size_bytes": m.size_bytes,
         "chunk_bytes": m.chunk_bytes,
+        "seed": m.seed,
         "operations": p.num_ops,
         "messages": result.report.messages,
         "verified": list(result.report.checks),
+        "estimated_ns": result.estimated_ns,
+        "lower_bound_ns": result.bound[1],
+        "lower_bound": result.bound[0],
+        "ratio": result.ratio,
         "seconds": {k: round(v, 4) for k, v in result.seconds.items()},
         "output": str(out) if out else None,
         "files": [str(f) for f in files],
     }
 
 
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.2f} us"
+
+
 def _print_summary(s: dict[str, Any]) -> None:
     click.echo(f"{s['algorithm']} {s['collective']} over {s['ranks']} ranks on {s['topology']}")
-    rows = [
-        (
-            "size",
-            f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
-            f"{s['chunks_per_rank']} chunks per rank)",
-        ),
+    size = (
+        f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
+        f"{s['chunks_per_rank']} chunks per rank)"
+    )
+    rows = [("size", size)]
+    if s["estimated_ns"] is not None:
+        rows.append(("estimate", _us(s["estimated_ns"])))
+    bound = f"{_us(s['lower_bound_ns'])} ({s['lower_bound']})"
+    if s["ratio"] is not None:
+        bound += f", ratio {s['ratio']:.3f}"
+    rows += [
+        ("lower bound", bound),
         ("operations", f"{s['operations']} ({s['messages']} messages)"),
         ("verified", ", ".join(s["verified"])),
         ("seconds", ", ".join(f"{k} {v:.3f}" for k, v in s["seconds"].items())),
@@ -127,13 +137,25 @@ def _print_summary(s: dict[str, Any]) -> None:
         ets = [f for f in s["files"] if f.endswith(".et")]
         rows.append(("wrote", f"{s['output']}: {len(ets)} ET files and manifest.json"))
     for k, v in rows:
-        click.echo(f"  {k:<11} {v}")
+        click.echo(f"  {k:<12} {v}")
+
+
+def _progress(quiet: bool) -> pipeline.Progress | None:
+    """A progress line on a terminal; nothing when quiet or not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(fraction: float) -> None:
+        click.echo(f"\r  synthesizing {100 * fraction:5.1f}%", err=True, nl=fraction >= 1.0)
+
+    return show
+
+
+_ALGORITHM_HELP = "; ".join(f"{k}: {v}" for k, v in pipeline.DESCRIPTIONS.items())
 
 
 @cli.command()
-@click.option(
-    "--topology", "-t", required=True, help="Topology spec (see topologies/SPEC.md) or file."
-)
+@click.option("--topology", "-t", required=True, help="Topology spec (topologies/SPEC.md) or file.")
 @click.option(
     "--collective",
     "-c",
@@ -144,63 +166,113 @@ def _print_summary(s: dict[str, Any]) -> None:
 @click.option(
     "--algorithm",
     "-a",
-    type=click.Choice(list(pipeline.algorithms())),
+    type=click.Choice(list(pipeline.ALGORITHMS)),
     default=pipeline.DEFAULT_ALGORITHM,
     show_default=True,
+    help=_ALGORITHM_HELP,
 )
 @click.option(
     "--size",
-    "size",
     default="1MiB",
     show_default=True,
     callback=_size,
     help="Collective size as nccl-tests counts it: the largest buffer.",
 )
 @click.option(
-    "--chunks-per-rank",
+    "--chunks-per-npu",
     type=int,
-    default=None,
-    help="Chunk granularity (default: the algorithm's natural one).",
+    default=1,
+    show_default=True,
+    help="Cut each NPU's share into this many chunks (pipelining).",
 )
 @click.option("--inplace", is_flag=True, help="Run in place (MSCCLang aliasing).")
-@click.option(
-    "--root",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Root rank of broadcast/reduce/gather/scatter.",
-)
-@click.option(
-    "--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default: all NPUs)."
-)
-@click.option("--seed", type=int, default=None, help="Seed for randomized algorithms.")
-@click.option(
-    "--output", "-o", "out", type=click.Path(path_type=Path), required=True, help="Output folder."
-)
+@click.option("--root", type=int, default=0, show_default=True, help="Root rank of rooted kinds.")
+@click.option("--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default all).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of randomized choices.")
+@click.option("--seeds", type=int, default=1, show_default=True, help="Keep the best of K seeds.")
+@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 def synthesize(
     topology: str,
     collective: CollectiveKind,
     algorithm: str,
     size: int,
-    chunks_per_rank: int | None,
+    chunks_per_npu: int,
     inplace: bool,
     root: int,
     placement: str,
-    seed: int | None,
+    seed: int,
+    seeds: int,
     out: Path,
     as_json: bool,
     quiet: bool,
 ) -> None:
     """Produce a verified program for a collective on a topology and write its ET files."""
     req = pipeline.Request(
-        topology, collective, algorithm, size, chunks_per_rank, inplace, root, placement, seed
+        topology,
+        collective,
+        algorithm,
+        size,
+        chunks_per_npu,
+        inplace,
+        root,
+        placement,
+        seed,
+        seeds,
     )
-    result = pipeline.synthesize(req, progress=_progress(quiet))
+    result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
     files = pipeline.write(result, out)
     s = _summary(result, out, files)
     _emit(as_json, s, lambda: _print_summary(s))
+
+
+@cli.command()
+@click.option("--topology", "-t", required=True, help="Topology spec or file.")
+@click.option("--collective", "-c", required=True, callback=_collective)
+@click.option("--size", default="1MiB", show_default=True, callback=_size)
+@click.option("--chunks-per-npu", type=int, default=1, show_default=True)
+@click.option("--root", type=int, default=0, show_default=True)
+@click.option("--placement", default="")
+@click.option("--json", "as_json", is_flag=True)
+def bounds(
+    topology: str,
+    collective: CollectiveKind,
+    size: int,
+    chunks_per_npu: int,
+    root: int,
+    placement: str,
+    as_json: bool,
+) -> None:
+    """Lower bounds on the time of a collective on a topology."""
+    topo = parse_topology(topology)
+    npus = pipeline.parse_placement(placement, topo) if placement else ()
+    if chunks_per_npu < 1:
+        raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
+    req = pipeline.Request(
+        topology, collective, size_bytes=size, chunks_per_npu=chunks_per_npu, root=root
+    )
+    b = pipeline.bounds_for(req, topo, len(npus) or topo.num_npus, npus)
+    name, best = b.best
+    data = {
+        "topology": topo.spec,
+        "collective": collective.value,
+        "size_bytes": size,
+        "chunks_per_npu": chunks_per_npu,
+        "bounds_ns": b.items,
+        "descriptions": b.descriptions,
+        "best": name,
+        "best_ns": best,
+        "exact_cut": b.exact_cut,
+    }
+
+    def human() -> None:
+        click.echo(f"{collective.value} of {format_size_bytes(size)} on {topo.spec}")
+        for k, v in sorted(b.items.items(), key=lambda kv: -kv[1]):
+            mark = "*" if k == name else " "
+            click.echo(f" {mark} {k:<9} {_us(v):>16}  {b.descriptions.get(k, '')}")
+
+    _emit(as_json, data, human)
 
 
 @cli.command(name="verify")

@@ -10,13 +10,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from baselines import ALGORITHMS as BASELINES
+from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import Manifest, chunk_bytes_for, read_output, write_output
 from chakra_ir.program import Program
 from chakra_ir.verify import VerifyReport, verify, verify_routes
+from tacos import Tacos
+from tacos.bounds import Bounds, lower_bounds
 from topologies import Topology, parse_topology
 from topologies.errors import CollcError
 
@@ -24,23 +27,75 @@ from topologies.errors import CollcError
 class Producer(Protocol):
     """An algorithm that makes a Program for a collective on a topology."""
 
-    name: str
-    description: str
-    collectives: frozenset[CollectiveKind]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def collectives(self) -> frozenset[CollectiveKind]: ...
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int: ...
 
     def generate(self, collective: Collective, topology: Topology) -> Program: ...
 
 
-def algorithms() -> dict[str, Producer]:
-    """Every producer the CLI offers, by name (the CLI builds its choices from this)."""
-    registry: dict[str, Producer] = {}
-    registry.update(BASELINES)
-    return registry
+Progress = Callable[[float], None]
+ProducerFactory = Callable[["Request", Progress | None], Producer]
 
 
-DEFAULT_ALGORITHM = "ring"
+@dataclass(frozen=True)
+class _Pipelined:
+    """A baseline with each rank's share cut ``factor`` times finer (``--chunks-per-npu``)."""
+
+    base: Baseline
+    factor: int
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def description(self) -> str:
+        return self.base.description
+
+    @property
+    def collectives(self) -> frozenset[CollectiveKind]:
+        return self.base.collectives
+
+    def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
+        return self.base.chunks_per_rank(kind, num_ranks) * self.factor
+
+    def generate(self, collective: Collective, topology: Topology) -> Program:
+        return self.base.generate(collective, topology)
+
+
+def _tacos(req: Request, progress: Progress | None) -> Producer:
+    return Tacos(
+        size_bytes=req.size_bytes,
+        chunks_per_npu=req.chunks_per_npu,
+        seed=req.seed,
+        seeds=req.seeds,
+        progress=progress,
+    )
+
+
+def _baseline(base: Baseline) -> ProducerFactory:
+    return lambda req, _progress: _Pipelined(base, req.chunks_per_npu)
+
+
+ALGORITHMS: dict[str, ProducerFactory] = {
+    "tacos": _tacos,
+    **{name: _baseline(b) for name, b in BASELINES.items()},
+}
+"""Every producer the CLI offers, by name; the CLI builds its choices from this dict."""
+
+DEFAULT_ALGORITHM = "tacos"
+DESCRIPTIONS: dict[str, str] = {
+    "tacos": Tacos.description,
+    **{name: b.description for name, b in BASELINES.items()},
+}
 
 
 def parse_placement(text: str, topology: Topology) -> tuple[int, ...]:
@@ -76,11 +131,12 @@ class Request:
     collective: CollectiveKind
     algorithm: str = DEFAULT_ALGORITHM
     size_bytes: int = 1 << 20
-    chunks_per_rank: int | None = None
+    chunks_per_npu: int = 1
     inplace: bool = False
     root: int = 0
     placement: str = ""
-    seed: int | None = None
+    seed: int = 0
+    seeds: int = 1
 
 
 @dataclass(frozen=True)
@@ -90,20 +146,46 @@ class Result:
     topology: Topology
     report: VerifyReport
     seconds: dict[str, float]
+    estimated_ns: float | None
+    """The producer's own estimate of the collective time (TACOS), if it makes one."""
+    bounds: Bounds
+    bound: tuple[str, float]
+    """The tightest lower bound that applies to this program: (name, ns)."""
+
+    @property
+    def ratio(self) -> float | None:
+        """Estimate over the best lower bound."""
+        if self.estimated_ns is None or self.bound[1] <= 0:
+            return None
+        return self.estimated_ns / self.bound[1]
 
 
-def synthesize(req: Request, *, progress: Callable[[str], None] | None = None) -> Result:
+def bounds_for(req: Request, topology: Topology, n: int, placement: Sequence[int]) -> Bounds:
+    """The lower bounds of a request's collective (rooted kinds use ``req.root``)."""
+    return lower_bounds(
+        req.collective,
+        topology,
+        req.size_bytes,
+        placement=placement or tuple(range(n)),
+        chunks_per_npu=req.chunks_per_npu,
+        root=req.root if req.collective.rooted else 0,
+    )
+
+
+def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     """Produce, verify and bind a size to a program; nothing is written."""
-    say = progress or (lambda _msg: None)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     topology = parse_topology(req.topology)
-    registry = algorithms()
-    if req.algorithm not in registry:
+    if req.algorithm not in ALGORITHMS:
         raise CollcError(
-            f"unknown algorithm {req.algorithm!r} (expected one of {', '.join(registry)})"
+            f"unknown algorithm {req.algorithm!r} (expected one of {', '.join(ALGORITHMS)})"
         )
-    algo = registry[req.algorithm]
+    if req.chunks_per_npu < 1:
+        raise CollcError(f"--chunks-per-npu must be at least 1, got {req.chunks_per_npu}")
+    if req.size_bytes <= 0:
+        raise CollcError(f"--size must be positive, got {req.size_bytes} bytes")
+    algo = ALGORITHMS[req.algorithm](req, progress)
     if req.collective not in algo.collectives:
         served = ", ".join(sorted(k.value for k in algo.collectives))
         raise CollcError(
@@ -111,29 +193,39 @@ def synthesize(req: Request, *, progress: Callable[[str], None] | None = None) -
         )
     placement = parse_placement(req.placement, topology) if req.placement else ()
     n = len(placement) if placement else topology.num_npus
-    natural = algo.chunks_per_rank(req.collective, n)
-    cf = natural if req.chunks_per_rank is None else req.chunks_per_rank
-    if cf < 1:
-        raise CollcError(f"--chunks-per-rank must be at least 1, got {cf}")
     collective = Collective(
         req.collective,
         n,
-        cf,
+        algo.chunks_per_rank(req.collective, n),
         inplace=req.inplace,
         root=req.root if req.collective.rooted else -1,
         placement=placement if placement and placement != tuple(range(n)) else (),
     )
     seconds["parse"] = time.perf_counter() - t0
-    say(f"generating {algo.name} {req.collective.value} over {n} ranks")
     t1 = time.perf_counter()
     program = algo.generate(collective, topology)
     seconds["generate"] = time.perf_counter() - t1
-    say(f"verifying {program.num_ops} operations")
     t2 = time.perf_counter()
     report = verify(program)
     verify_routes(program, topology)
     seconds["verify"] = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    bounds = bounds_for(req, topology, n, placement)
+    seconds["bounds"] = time.perf_counter() - t3
+    estimate: float | None = None
+    if isinstance(algo, Tacos) and algo.last is not None:
+        estimate = algo.last.estimated_ns
+        bound = bounds.best
+    else:
+        # The chunk-level bound assumes the synthesizer's chunking; other programs cut the
+        # buffer differently, so only the chunking-free bounds apply to them.
+        free = {k: v for k, v in bounds.items.items() if k != "chunk"}
+        name = max(free, key=lambda k: free[k])
+        bound = (name, free[name])
     chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
+    extra: dict[str, Any] = {"lower_bound_ns": bound[1], "lower_bound": bound[0]}
+    if estimate is not None:
+        extra["estimated_ns"] = estimate
     manifest = Manifest(
         collective=program.collective,
         topology=topology.spec,
@@ -141,9 +233,10 @@ def synthesize(req: Request, *, progress: Callable[[str], None] | None = None) -
         chunk_bytes=chunk_bytes,
         et_prefix=req.collective.value,
         algorithm=algo.name,
-        seed=req.seed,
+        seed=req.seed if req.algorithm == "tacos" else None,
+        extra=extra,
     )
-    return Result(program, manifest, topology, report, seconds)
+    return Result(program, manifest, topology, report, seconds, estimate, bounds, bound)
 
 
 def write(result: Result, out: Path | str) -> list[Path]:

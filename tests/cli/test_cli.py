@@ -132,7 +132,7 @@ def test_demo(tmp_path: Path) -> None:
         (["-t", "ring:8", "-c", "allreduce", "-a", "nope"], "nope"),
         (["-t", "ring:8", "-c", "allreduce", "--size", "0"], "size"),
         (["-t", "ring:8", "-c", "allreduce", "--size", "12XB"], "12XB"),
-        (["-t", "ring:6", "-c", "allreduce", "-a", "rhd", "--chunks-per-rank", "0"], "chunks"),
+        (["-t", "ring:6", "-c", "allreduce", "-a", "rhd", "--chunks-per-npu", "0"], "chunks"),
         (["-t", "ring:8", "-c", "allreduce", "--placement", "0,99"], "99"),
     ],
 )
