@@ -16,14 +16,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from baselines import ALGORITHMS  # noqa: E402
-from benchmarks.memory import peak_mib, reset_peak  # noqa: E402
-from chakra_ir.collective import Collective, CollectiveKind  # noqa: E402
-from chakra_ir.et import decode_program, write_et_files  # noqa: E402
-from chakra_ir.outdir import chunk_bytes_for  # noqa: E402
-from chakra_ir.verify import verify  # noqa: E402
-from topologies import parse_topology  # noqa: E402
-from topologies.units import parse_size_bytes  # noqa: E402
+from baselines import ALGORITHMS
+from benchmarks.memory import peak_mib, reset_peak
+from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.et import decode_program, write_et_files
+from chakra_ir.outdir import chunk_bytes_for
+from chakra_ir.verify import verify
+from topologies import parse_topology
+from topologies.units import parse_size_bytes
 
 
 def main() -> None:
@@ -66,7 +66,9 @@ def main() -> None:
     if again != program:
         raise SystemExit("decode(encode(p)) != p")
     total = time.perf_counter() - start
-    print(f"total    {total:8.2f} s  peak {max(r[2] for r in rows):8.0f} MiB  (round trip identical)")
+    print(
+        f"total    {total:8.2f} s  peak {max(r[2] for r in rows):8.0f} MiB  (round trip identical)"
+    )
 
 
 if __name__ == "__main__":

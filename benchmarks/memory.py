@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 
 def reset_peak() -> None:
     """Start a new peak-RSS window (writing 5 to clear_refs resets VmHWM)."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def peak_mib() -> float:

@@ -54,6 +54,7 @@ def regenerate(out_dir: Path | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: ``[DIR]``; prints the written files."""
     args = sys.argv[1:] if argv is None else argv
     for path in regenerate(Path(args[0]) if args else None):
         print(path)
