@@ -1,0 +1,372 @@
+"""The neutral task graph every simulation model runs on, and its construction from a Program.
+
+A `TaskGraph` is what the engines see: per rank, tasks with rank-local dependencies, each a
+``SEND`` (a message of ``nbytes`` to ``peer`` with ``tag``, optionally along a route hint), a
+``RECV`` (from ``peer``) or a ``COMP`` (local work of a given duration). It is built from a
+collc Program plus its chunk size (`tasks_from_program`) or from node-level ET traces written
+by any tool (`backends.sim.et_tasks.tasks_from_et`), so the engines know nothing of buffers,
+chunks or ET attributes.
+
+Sends and receives match per ordered pair of ranks, in task order, on equal tag and byte count
+(`TaskGraph.partners`): the IR's non-overtaking rule, and ASTRA-sim's (tag, src, dst, size) rule
+for foreign ETs. For a verified Program, adding the byte count to the key changes nothing.
+
+A Program maps onto tasks the way the ET codec lays it out (``chakra_ir.et.layout``): a Send
+is a SEND, a Recv a RECV, a reducing Recv a RECV followed by a COMP (the reduction) that
+depends on it alone, and Copy/Reduce are COMPs. Each COMP carries two durations: ``duration_ns``
+under collc's cost model (a reduction costs ``cost.reduction_ns(bytes)``, a copy nothing) and
+``duration_us``, the whole microseconds an ET states (ASTRA-sim's unit). With
+``fold_reductions`` a reducing Recv stays one RECV task whose ``duration_ns`` is its reduction,
+done after the message has arrived: the same times under collc's cost model, fewer tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from backends.sim.errors import SimError
+from chakra_ir.program import OpKind, Program
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+
+I8 = npt.NDArray[np.int8]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+class TaskKind(IntEnum):
+    """What the engine does with a task (`TaskGraph.kind`)."""
+
+    SEND = 0
+    RECV = 1
+    COMP = 2
+
+
+class Detail(IntEnum):
+    """What a task stands for (`TaskGraph.detail`), for timelines and messages."""
+
+    SEND = 0
+    RECV = 1
+    RECV_REDUCE = 2
+    """The receive half of a reducing receive."""
+    COPY = 3
+    REDUCE = 4
+    REDUCE_RECEIVED = 5
+    """The reduction half of a reducing receive."""
+    COMP = 6
+    """A compute node of a foreign ET."""
+    NOOP = 7
+    """A foreign node that takes no time (INVALID_NODE, METADATA_NODE)."""
+
+
+DETAIL_NAMES = ("send", "recv", "recv", "copy", "reduce", "reduce", "comp", "noop")
+"""Short name per `Detail` value."""
+
+
+@dataclass(eq=False)
+class TaskGraph:
+    """Per-rank tasks, column-wise; ranks laid out one after another (``rank_offsets``).
+
+    Columns (one entry per task): ``kind`` (`TaskKind`), ``detail`` (`Detail`), ``peer`` (the
+    other rank of a SEND/RECV, -1 for COMP), ``nbytes`` (message bytes; bytes worked on for a
+    COMP, 0 when unknown), ``tag``, ``duration_ns`` and ``duration_us`` (COMP: its work; RECV: work after the message
+    arrived, a folded reduction; see the module docstring), ``origin`` (the rank-local Program op id or ET node id the task comes
+    from). CSR: ``dep_offsets``/``deps`` (global task indices of the same rank),
+    ``route_offsets``/``route_nodes`` (a SEND's node path hint, NPU ... NPU; empty when none).
+    ``npus[r]`` is the NPU of rank ``r``. ``semantics_checked`` is False for foreign ETs
+    (timing only); ``notes`` travel into the result.
+    """
+
+    npus: tuple[int, ...]
+    rank_offsets: I64
+    kind: I8
+    detail: I8
+    peer: I64
+    nbytes: I64
+    tag: I64
+    duration_ns: F64
+    duration_us: I64
+    dep_offsets: I64
+    deps: I64
+    route_offsets: I64
+    route_nodes: I64
+    origin: I64
+    source: str = "program"
+    semantics_checked: bool = True
+    notes: tuple[str, ...] = ()
+    _partners: I64 | None = field(default=None, repr=False)
+    _succ: tuple[I64, I64] | None = field(default=None, repr=False)
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.rank_offsets) - 1
+
+    @property
+    def num_tasks(self) -> int:
+        return int(self.rank_offsets[-1])
+
+    def task_rank(self) -> I64:
+        """The rank of every task (a column)."""
+        return np.repeat(np.arange(self.num_ranks, dtype=np.int64), np.diff(self.rank_offsets))
+
+    def rank_of(self, t: int) -> int:
+        return int(np.searchsorted(self.rank_offsets, t, side="right") - 1)
+
+    def describe(self, t: int) -> str:
+        """``rank 3 op 17 (recv from 2, tag 0, 4096 B)`` for messages."""
+        r = self.rank_of(t)
+        what = "op" if self.source == "program" else "node"
+        k = int(self.kind[t])
+        name = DETAIL_NAMES[int(self.detail[t])]
+        if k == TaskKind.SEND:
+            body = f"{name} to {int(self.peer[t])}, tag {int(self.tag[t])}, {int(self.nbytes[t])} B"
+        elif k == TaskKind.RECV:
+            body = (
+                f"{name} from {int(self.peer[t])}, tag {int(self.tag[t])}, {int(self.nbytes[t])} B"
+            )
+        else:
+            body = name
+        return f"rank {r} {what} {int(self.origin[t])} ({body})"
+
+    # -- structure -----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise SimError unless the columns are consistent: column lengths, dependencies
+        that name tasks of the same rank, peers that are ranks, messages of at least 1 byte,
+        route hints on sends only, running from the sender's NPU to the receiver's."""
+        n, R = self.num_tasks, self.num_ranks
+        for name in ("kind", "detail", "peer", "nbytes", "tag", "duration_ns", "duration_us"):
+            if len(getattr(self, name)) != n:
+                raise SimError(
+                    f"task column {name} has {len(getattr(self, name))} entries, not {n}"
+                )
+        if len(self.npus) != R:
+            raise SimError(f"the task graph places {len(self.npus)} NPUs for {R} ranks")
+        if len(self.dep_offsets) != n + 1 or len(self.route_offsets) != n + 1:
+            raise SimError("task dependency or route offsets do not cover every task")
+        rank = self.task_rank()
+        comm = self.kind != TaskKind.COMP
+        bad = np.flatnonzero(comm & ((self.peer < 0) | (self.peer >= R)))
+        if bad.size:
+            t = int(bad[0])
+            raise SimError(
+                f"{self.describe(t)}: peer {int(self.peer[t])} is not a rank (0..{R - 1})"
+            )
+        bad = np.flatnonzero(comm & (self.nbytes <= 0))
+        if bad.size:
+            raise SimError(f"{self.describe(int(bad[0]))}: a message must carry at least 1 byte")
+        if len(self.deps):
+            owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.dep_offsets))
+            out = (self.deps < 0) | (self.deps >= n)
+            if out.any():
+                t = int(owner[np.flatnonzero(out)[0]])
+                raise SimError(f"{self.describe(t)}: a dependency names no task")
+            cross = rank[self.deps] != rank[owner]
+            if cross.any():
+                t = int(owner[np.flatnonzero(cross)[0]])
+                raise SimError(f"{self.describe(t)}: a dependency names a task of another rank")
+        for t in np.flatnonzero(np.diff(self.route_offsets) > 0).tolist():
+            path = self.route_nodes[self.route_offsets[t] : self.route_offsets[t + 1]]
+            if self.kind[t] != TaskKind.SEND:
+                raise SimError(f"{self.describe(t)}: only a send may carry a route")
+            src, dst = self.npus[int(rank[t])], self.npus[int(self.peer[t])]
+            if int(path[0]) != src or int(path[-1]) != dst:
+                raise SimError(
+                    f"{self.describe(t)}: its route hint runs {int(path[0])}..{int(path[-1])}, "
+                    f"not from NPU {src} to NPU {dst}"
+                )
+
+    def successors(self) -> tuple[I64, I64]:
+        """``(offsets, tasks)``: the tasks depending on each task (CSR), in task order."""
+        if self._succ is None:
+            n = self.num_tasks
+            owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.dep_offsets))
+            order = np.argsort(self.deps, kind="stable")
+            succ = owner[order]
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.deps, minlength=n), out=offsets[1:])
+            self._succ = (offsets, succ)
+        return self._succ
+
+    def partners(self) -> I64:
+        """Per task, the matching task of its message (-1 for COMP).
+
+        The k-th send from a to b with tag t and n bytes matches the k-th receive on b from a
+        with tag t and n bytes (task order). Raises SimError naming an unmatched send or
+        receive.
+        """
+        if self._partners is not None:
+            return self._partners
+        n = self.num_tasks
+        out = np.full(n, -1, dtype=np.int64)
+        rank = self.task_rank()
+        sends = np.flatnonzero(self.kind == TaskKind.SEND)
+        recvs = np.flatnonzero(self.kind == TaskKind.RECV)
+
+        def keyed(idx: I64, src: I64, dst: I64) -> tuple[I64, list[I64]]:
+            cols = [src, dst, self.tag[idx], self.nbytes[idx]]
+            order = np.lexsort((idx, *reversed(cols)))  # by key, then task order
+            keys = [c[order] for c in cols]
+            return idx[order], keys
+
+        s_idx, s_keys = keyed(sends, rank[sends], self.peer[sends])
+        r_idx, r_keys = keyed(recvs, self.peer[recvs], rank[recvs])
+        if len(s_idx) == len(r_idx) and all(
+            np.array_equal(a, b) for a, b in zip(s_keys, r_keys, strict=True)
+        ):
+            out[s_idx] = r_idx
+            out[r_idx] = s_idx
+            self._partners = out
+            return out
+        # Find an unmatched task to name: compare the multisets of keys.
+        self._raise_unmatched(s_idx, s_keys, r_idx, r_keys)
+        raise AssertionError("unreachable")
+
+    def _raise_unmatched(
+        self, s_idx: I64, s_keys: list[I64], r_idx: I64, r_keys: list[I64]
+    ) -> None:
+        def tuples(keys: list[I64]) -> list[tuple[int, ...]]:
+            return list(zip(*(k.tolist() for k in keys), strict=True))
+
+        from collections import Counter
+
+        sk, rk = tuples(s_keys), tuples(r_keys)
+        s_count, r_count = Counter(sk), Counter(rk)
+        seen: Counter[tuple[int, ...]] = Counter()
+        for i, k in enumerate(sk):
+            seen[k] += 1
+            if seen[k] > r_count.get(k, 0):
+                t = int(s_idx[i])
+                raise SimError(f"{self.describe(t)}: no receive matches this send")
+        seen.clear()
+        for i, k in enumerate(rk):
+            seen[k] += 1
+            if seen[k] > s_count.get(k, 0):
+                t = int(r_idx[i])
+                raise SimError(f"{self.describe(t)}: no send matches this receive")
+
+
+def reduction_micros(duration_ns: F64) -> I64:
+    """Whole microseconds for an ET: nearest, halves to even (``numpy.rint``)."""
+    return np.rint(np.asarray(duration_ns, dtype=np.float64) / 1000.0).astype(np.int64)
+
+
+def tasks_from_program(
+    program: Program,
+    chunk_bytes: int,
+    cost: CostModel = DEFAULT_COST_MODEL,
+    *,
+    reduce_micros: int | None = None,
+    fold_reductions: bool = False,
+) -> TaskGraph:
+    """The task graph of ``program`` with chunks of ``chunk_bytes``.
+
+    Message bytes are ``count x chunk_bytes``. Reductions (Reduce, and the reduction half of a
+    reducing Recv) take ``cost.reduction_ns(bytes)``; copies take nothing. ``duration_us`` of a
+    reduction is ``reduce_micros`` when given (the value the ET writer was given), else the
+    cost model's time rounded to the nearest microsecond; a copy's is 0. ``fold_reductions``
+    keeps a reducing Recv as one RECV task carrying its reduction time. Raises SimError for a
+    chunk size below 1 byte.
+    """
+    if chunk_bytes <= 0:
+        raise SimError(f"the chunk size must be at least 1 byte, got {chunk_bytes}")
+    p = program
+    nops = p.num_ops
+    op_kind = p.kind.astype(np.int64)
+    is_rr = op_kind == OpKind.RECV_REDUCE
+    split = np.zeros_like(is_rr) if fold_reductions else is_rr
+    per_op = 1 + split.astype(np.int64)
+    first = np.zeros(nops + 1, dtype=np.int64)
+    np.cumsum(per_op, out=first[1:])
+    last = first[:-1] + split
+    n = int(first[-1])
+    f = first[:-1]
+
+    detail_of_op = np.array(
+        [Detail.SEND, Detail.RECV, Detail.RECV_REDUCE, Detail.COPY, Detail.REDUCE], dtype=np.int8
+    )
+    kind_of_op = np.array(
+        [TaskKind.SEND, TaskKind.RECV, TaskKind.RECV, TaskKind.COMP, TaskKind.COMP], dtype=np.int8
+    )
+    kind = np.full(n, TaskKind.COMP, dtype=np.int8)
+    detail = np.full(n, Detail.REDUCE_RECEIVED, dtype=np.int8)
+    kind[f] = kind_of_op[op_kind]
+    detail[f] = detail_of_op[op_kind]
+
+    op_bytes = p.count.astype(np.int64) * int(chunk_bytes)
+    op_of_task = np.repeat(np.arange(nops, dtype=np.int64), per_op)
+    nbytes = op_bytes[op_of_task]
+    peer = np.full(n, -1, dtype=np.int64)
+    comm = kind != TaskKind.COMP
+    peer[comm] = p.peer.astype(np.int64)[op_of_task[comm]]
+    tag = np.zeros(n, dtype=np.int64)
+    tag[comm] = p.tag.astype(np.int64)[op_of_task[comm]]
+
+    reducing = (detail == Detail.REDUCE) | (detail == Detail.REDUCE_RECEIVED)
+    if fold_reductions:
+        reducing |= detail == Detail.RECV_REDUCE
+    duration_ns = np.zeros(n, dtype=np.float64)
+    if reducing.any():
+        sizes, inverse = np.unique(nbytes[reducing], return_inverse=True)
+        per_size = np.array([cost.reduction_ns(int(b)) for b in sizes], dtype=np.float64)
+        duration_ns[reducing] = per_size[inverse.reshape(-1)]
+    duration_us = np.zeros(n, dtype=np.int64)
+    if reduce_micros is not None:
+        duration_us[reducing] = int(reduce_micros)
+    else:
+        duration_us[reducing] = reduction_micros(duration_ns[reducing])
+
+    # Dependencies: an op's deps (rank-local op ids) become deps of its first task on the last
+    # task of each named op; a reduction half depends on its receive half.
+    op_rank = p.op_rank().astype(np.int64)
+    op_ndeps = np.diff(p.dep_offsets)
+    task_ndeps = np.zeros(n, dtype=np.int64)
+    task_ndeps[f] = op_ndeps
+    task_ndeps[f[split] + 1] = 1
+    dep_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(task_ndeps, out=dep_offsets[1:])
+    deps = np.zeros(int(dep_offsets[-1]), dtype=np.int64)
+    if len(p.deps):
+        owner = np.repeat(np.arange(nops, dtype=np.int64), op_ndeps)
+        within = np.arange(len(p.deps), dtype=np.int64) - p.dep_offsets[owner]
+        target_op = p.rank_offsets[op_rank[owner]] + p.deps.astype(np.int64)
+        if (p.deps < 0).any() or (target_op >= p.rank_offsets[op_rank[owner] + 1]).any():
+            bad = int(
+                owner[
+                    np.flatnonzero(
+                        (p.deps < 0) | (target_op >= p.rank_offsets[op_rank[owner] + 1])
+                    )[0]
+                ]
+            )
+            raise SimError(f"{p.describe_op(bad)}: a dependency names no operation of its rank")
+        deps[dep_offsets[f[owner]] + within] = last[target_op]
+    rr_first = f[split]
+    deps[dep_offsets[rr_first + 1]] = rr_first
+
+    route_len = np.zeros(n, dtype=np.int64)
+    route_len[f] = np.diff(p.route_offsets)
+    route_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(route_len, out=route_offsets[1:])
+
+    local = p.local_ids().astype(np.int64)
+    c = p.collective
+    return TaskGraph(
+        npus=tuple(c.npu(r) for r in range(p.num_ranks)),
+        rank_offsets=first[p.rank_offsets],
+        kind=kind,
+        detail=detail,
+        peer=peer,
+        nbytes=nbytes,
+        tag=tag,
+        duration_ns=duration_ns,
+        duration_us=duration_us,
+        dep_offsets=dep_offsets,
+        deps=deps,
+        route_offsets=route_offsets,
+        route_nodes=p.route_nodes.astype(np.int64),
+        origin=local[op_of_task],
+        source="program",
+        semantics_checked=True,
+    )

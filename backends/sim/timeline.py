@@ -1,0 +1,174 @@
+"""The Chrome-trace / Perfetto timeline of a simulation.
+
+The file is one JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns", ...}`` in the
+Trace Event Format: open it in https://ui.perfetto.dev or ``chrome://tracing``.
+
+- Process 1, "links": one thread per link that carried anything (``tid`` = link index,
+  named ``link 12: 3->4``); a complete event (``ph: "X"``) per occupancy, i.e. each time a
+  message (or packet) kept the link busy for its serialization time.
+- Process ``100 + r``, "rank r (NPU n)": the rank's tasks as complete events from issue to
+  finish (a receive includes its wait). Tasks that overlap in time go to separate threads
+  ("lanes") of the rank, so events on one thread never overlap.
+- Metadata events (``ph: "M"``) name every process and thread and fix their order.
+
+``ts`` and ``dur`` are in µs (the format's unit), as floats keeping ns precision. The file is
+written to a temporary name beside ``path`` and renamed, so a failed write leaves nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backends.sim.errors import SimError
+from backends.sim.results import SimResult, Timeline
+from backends.sim.tasks import DETAIL_NAMES, TaskKind
+
+LINKS_PID = 1
+RANK_PID_BASE = 100
+
+
+def _meta(name: str, pid: int, tid: int | None, value: Any) -> dict[str, Any]:
+    e: dict[str, Any] = {"ph": "M", "name": name, "pid": pid, "args": value}
+    if tid is not None:
+        e["tid"] = tid
+    return e
+
+
+def trace_events(result: SimResult) -> list[dict[str, Any]]:
+    """The ``traceEvents`` list of ``result`` (which must have kept its timeline)."""
+    tl = result.timeline
+    if tl is None:
+        raise SimError(
+            "this result kept no timeline: simulate with keep_timeline=True to write one"
+        )
+    events: list[dict[str, Any]] = []
+    events.extend(_link_events(tl))
+    events.extend(_rank_events(tl))
+    return events
+
+
+def _link_events(tl: Timeline) -> list[dict[str, Any]]:
+    rec = tl.records
+    if rec is None or len(rec.link) == 0:
+        return []
+    out: list[dict[str, Any]] = [
+        _meta("process_name", LINKS_PID, None, {"name": "links"}),
+        _meta("process_sort_index", LINKS_PID, None, {"sort_index": 0}),
+    ]
+    for li in np.unique(rec.link).tolist():
+        s, d = tl.link_ends[li]
+        out.append(_meta("thread_name", LINKS_PID, li, {"name": f"link {li}: {s}->{d}"}))
+        out.append(_meta("thread_sort_index", LINKS_PID, li, {"sort_index": li}))
+    rank = tl.rank
+    for li, st, du, t in zip(
+        rec.link.tolist(),
+        rec.start_ns.tolist(),
+        rec.dur_ns.tolist(),
+        rec.task.tolist(),
+        strict=True,
+    ):
+        src, dst = int(rank[t]), int(tl.peer[t])
+        out.append(
+            {
+                "ph": "X",
+                "cat": "link",
+                "name": f"r{src}->r{dst}",
+                "pid": LINKS_PID,
+                "tid": li,
+                "ts": st / 1000.0,
+                "dur": du / 1000.0,
+                "args": {"task": t, "op": int(tl.origin[t]), "message_bytes": int(tl.nbytes[t])},
+            }
+        )
+    return out
+
+
+def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    what = "op" if tl.source == "program" else "node"
+    R = len(tl.npus)
+    bounds = np.searchsorted(tl.rank, np.arange(R + 1))
+    issue = tl.issue_ns
+    finish = tl.finish_ns
+    for r in range(R):
+        pid = RANK_PID_BASE + r
+        out.append(_meta("process_name", pid, None, {"name": f"rank {r} (NPU {tl.npus[r]})"}))
+        out.append(_meta("process_sort_index", pid, None, {"sort_index": 1 + r}))
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        order = sorted(range(lo, hi), key=lambda t: (issue[t], t))
+        lanes: list[tuple[float, int]] = []  # (free from, lane) heap
+        used = 0
+        for t in order:
+            st, en = float(issue[t]), float(finish[t])
+            if lanes and lanes[0][0] <= st:
+                _, lane = heapq.heappop(lanes)
+            else:
+                lane = used
+                used += 1
+                out.append(_meta("thread_name", pid, lane, {"name": f"lane {lane}"}))
+                out.append(_meta("thread_sort_index", pid, lane, {"sort_index": lane}))
+            heapq.heappush(lanes, (en, lane))
+            k = int(tl.kind[t])
+            name = DETAIL_NAMES[int(tl.detail[t])]
+            args: dict[str, Any] = {what: int(tl.origin[t])}
+            if k == TaskKind.SEND:
+                name = f"{name} to {int(tl.peer[t])}"
+                args["bytes"] = int(tl.nbytes[t])
+            elif k == TaskKind.RECV:
+                name = f"{name} from {int(tl.peer[t])}"
+                args["bytes"] = int(tl.nbytes[t])
+            out.append(
+                {
+                    "ph": "X",
+                    "cat": "rank",
+                    "name": name,
+                    "pid": pid,
+                    "tid": lane,
+                    "ts": st / 1000.0,
+                    "dur": (en - st) / 1000.0,
+                    "args": args,
+                }
+            )
+    return out
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_timeline(result: SimResult, path: str | os.PathLike[str]) -> None:
+    """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically.
+
+    Requires a result simulated with ``keep_timeline=True`` (SimError otherwise).
+    """
+    doc = {
+        "traceEvents": trace_events(result),
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "model": result.model,
+            "topology": result.topology,
+            "collective": result.collective,
+            "finish_ns": result.finish_ns,
+        },
+    }
+    try:
+        atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+    except OSError as e:
+        raise SimError(f"cannot write the timeline {path}: {e.strerror or e}") from None
