@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from backends.sim import MODELS as SIM_MODELS
 from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from chakra_ir.text import format_program
 from chakra_ir.verify import VerifyError
@@ -320,6 +321,78 @@ def inspect(target: Path, as_json: bool) -> None:
         click.echo(json.dumps(inspect_cmd.et_file_json(target), indent=2))
     else:
         click.echo(inspect_cmd.et_file_text(target), nl=False)
+
+
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "--model",
+    type=click.Choice(list(SIM_MODELS)),
+    default="congestion",
+    show_default=True,
+    help="congestion: per-link FIFO, store-and-forward; analytical: what ASTRA-sim's "
+    "congestion-unaware backend reports.",
+)
+@click.option(
+    "--topology", "-t", default=None, help="Override (must match) or give one for foreign ETs."
+)
+@click.option(
+    "--size", default=None, callback=_size, help="Override the folder's size (needs --force)."
+)
+@click.option(
+    "--force", is_flag=True, help="Accept a topology or size that differs from the folder's."
+)
+@click.option("--packet-size", default=None, callback=_size, help="Split messages into packets.")
+@click.option("--timeline", type=click.Path(path_type=Path), help="Write a Chrome/Perfetto trace.")
+@click.option("--plot", type=click.Path(path_type=Path), help="Link-utilization heatmap (PNG).")
+@click.option("--gantt", type=click.Path(path_type=Path), help="Per-link Gantt chart (PNG).")
+@click.option("--json", "as_json", is_flag=True)
+def simulate(
+    folder: Path,
+    model: str,
+    topology: str | None,
+    size: int | None,
+    force: bool,
+    packet_size: int | None,
+    timeline: Path | None,
+    plot: Path | None,
+    gantt: Path | None,
+    as_json: bool,
+) -> None:
+    """Simulate an output folder's program on its topology."""
+    from backends.sim import plot_gantt, plot_links, write_timeline
+
+    if model != "congestion" and (plot is not None or gantt is not None):
+        raise CollcError(f"--plot and --gantt need link loads, which the {model} model has not")
+    req = pipeline.SimRequest(
+        folder, topology, size, force, model, packet_size, timeline is not None or gantt is not None
+    )
+    result, topo, estimate = pipeline.simulate_folder(req)
+    written = []
+    if timeline is not None:
+        write_timeline(result, timeline)
+        written.append(str(timeline))
+    if plot is not None:
+        plot_links(result, topo, plot)
+        written.append(str(plot))
+    if gantt is not None:
+        plot_gantt(result, gantt)
+        written.append(str(gantt))
+    data = result.to_json()
+    data["estimated_ns"] = estimate
+    data["files"] = written
+
+    def human() -> None:
+        click.echo(result.summary())
+        if estimate is not None and estimate > 0:
+            click.echo(
+                f"producer's estimate {_us(estimate)}: simulated / estimated = "
+                f"{result.finish_ns / estimate:.4f}"
+            )
+        for f in written:
+            click.echo(f"wrote {f}")
+
+    _emit(as_json, data, human)
 
 
 DEMO_TOPOLOGY = "mesh:4x4,bw=50GB/s,lat=500ns"

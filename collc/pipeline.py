@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from backends.sim import MODELS as SIM_MODELS
+from backends.sim import SimResult, simulate, simulate_et
 from baselines import ALGORITHMS as BASELINES
 from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
-from chakra_ir.outdir import Manifest, chunk_bytes_for, read_output, write_output
+from chakra_ir.et import read_et_folder
+from chakra_ir.outdir import MANIFEST, Manifest, chunk_bytes_for, read_output, write_output
 from chakra_ir.program import Program
 from chakra_ir.verify import VerifyReport, verify, verify_routes
 from tacos import Tacos
@@ -223,7 +226,11 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         name = max(free, key=lambda k: free[k])
         bound = (name, free[name])
     chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
-    extra: dict[str, Any] = {"lower_bound_ns": bound[1], "lower_bound": bound[0]}
+    extra: dict[str, Any] = {
+        "lower_bound_ns": bound[1],
+        "lower_bound": bound[0],
+        "reduce_micros": 0,
+    }
     if estimate is not None:
         extra["estimated_ns"] = estimate
     manifest = Manifest(
@@ -273,3 +280,89 @@ def ranks_fit(collective: Collective, topology: Topology) -> None:
         raise CollcError(
             f"rank placed on NPU {bad[0]}, but the topology has only {topology.num_npus} NPUs"
         )
+
+
+@dataclass(frozen=True)
+class SimRequest:
+    """What ``collc simulate`` needs; the CLI fills it from flags."""
+
+    folder: Path
+    topology: str | None = None
+    size_bytes: int | None = None
+    force: bool = False
+    model: str = "congestion"
+    packet_bytes: int | None = None
+    timeline: bool = False
+
+
+def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
+    """Simulate an output folder (or a folder of another tool's ET files).
+
+    Returns the result (with the lower bound attached for collc folders), the topology, and
+    the producer's own estimate from the manifest when it made one. A collc folder is read,
+    verified and simulated with the manifest's topology and size; a different ``--topology``
+    or ``--size`` is refused unless ``force``. Another tool's ET files need ``--topology`` and
+    are timed without checking their semantics.
+    """
+    if req.model not in SIM_MODELS:
+        raise CollcError(f"unknown model {req.model!r} (expected one of {', '.join(SIM_MODELS)})")
+    if req.packet_bytes is not None and req.packet_bytes <= 0:
+        raise CollcError(f"--packet-size must be positive, got {req.packet_bytes}")
+    folder = Path(req.folder)
+    if folder.is_dir() and not (folder / MANIFEST).exists():
+        if req.topology is None:
+            raise CollcError(
+                f"{folder} has no {MANIFEST}: pass --topology to time its ET files "
+                "(their semantics cannot be checked)"
+            )
+        topology = parse_topology(req.topology)
+        traces = read_et_folder(folder)
+        result = simulate_et(
+            traces,
+            topology,
+            model=req.model,
+            packet_bytes=req.packet_bytes,
+            keep_timeline=req.timeline,
+        )
+        return result, topology, None
+    manifest, program, _ = load(folder)
+    topology = topology_of(manifest, req.topology, force=req.force)
+    verify_routes(program, topology)
+    chunk_bytes = manifest.chunk_bytes
+    if req.size_bytes is not None and req.size_bytes != manifest.size_bytes:
+        if not req.force:
+            raise CollcError(
+                f"--size {req.size_bytes} B differs from the folder's size {manifest.size_bytes} B "
+                "(the program was produced for that size; pass --force to simulate it anyway)"
+            )
+        chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
+    reduce_micros = manifest.extra.get("reduce_micros")
+    result = simulate(
+        program,
+        topology,
+        chunk_bytes,
+        model=req.model,
+        packet_bytes=req.packet_bytes,
+        keep_timeline=req.timeline,
+        reduce_micros=None if reduce_micros is None else int(reduce_micros),
+    )
+    c = program.collective
+    size = chunk_bytes * c.size_chunks
+    b = lower_bounds(
+        c.kind,
+        topology,
+        size,
+        placement=[c.npu(r) for r in range(c.num_ranks)],
+        root=max(c.root, 0),
+    )
+    # The chunk-level bound assumes TACOS's chunking; only the chunking-free bounds apply to
+    # an arbitrary program.
+    free = {k: v for k, v in b.items.items() if k != "chunk"}
+    name = max(free, key=lambda k: free[k])
+    result.lower_bound_ns = free[name]
+    result.lower_bound_name = name
+    estimate = manifest.extra.get("estimated_ns")
+    same_size = chunk_bytes == manifest.chunk_bytes and topology == parse_topology(
+        manifest.topology
+    )
+    return result, topology, float(estimate) if estimate is not None and same_size else None
