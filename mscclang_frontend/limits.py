@@ -1,0 +1,29 @@
+"""Bounds on running a program: collc runs MSCCLang programs, so it must stop runaway ones.
+
+A program that exceeds a bound gets a `CompileError` naming the line it was on, never a hang
+or an exhausted machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mscclang_frontend.msccl_api import ApiLimits
+
+
+@dataclass(frozen=True)
+class Limits:
+    """``max_steps``: statements, calls and loop iterations; ``max_collection``: elements of
+    one list, tuple, dict or string; ``max_alloc``: elements created by all of them together;
+    ``max_call_depth``: nested calls of the program's functions; ``max_output``: characters
+    printed; ``max_int_bits``: size of integers; ``api``: ranks, buffer slots, instances and
+    recorded operations.
+    """
+
+    max_steps: int = 10_000_000
+    max_collection: int = 4_000_000
+    max_alloc: int = 50_000_000
+    max_call_depth: int = 64
+    max_output: int = 16 << 20
+    max_int_bits: int = 1 << 16
+    api: ApiLimits = field(default_factory=ApiLimits)

@@ -1,0 +1,73 @@
+"""Runaway programs stop with an error naming their line, not a hang or exhausted memory."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mscclang_frontend import CompileError, Limits, compile_source
+from tests.mscclang.helpers import PRELUDE
+
+FAST = Limits(max_steps=100_000)
+
+
+def error(body: str, limits: Limits | None = FAST) -> CompileError:
+    with pytest.raises(CompileError) as info:
+        compile_source(PRELUDE + body, "t.py", limits=limits)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "line"),
+    [
+        (
+            "x = 0\nwhile True:\n    x += 1\n",
+            "the program ran more than 100,000 evaluation steps",
+            4,
+        ),
+        ("def f(n):\n    return f(n + 1)\nf(0)\n", "calls nested more than 64 deep", 4),
+        ("for i in range(10 ** 9):\n    pass\n", "the program ran more than 100,000", 3),
+        ("x = sum(range(10 ** 12))\n", "the program ran more than 100,000", 3),
+        ("x = [0] * 10 ** 9\n", "a collection of 1,000,000,000 elements is larger than", 3),
+        ("x = 'ab' * 10 ** 8\n", "a collection of 200,000,000 elements", 3),
+        ("x = 10 ** 10 ** 6\n", "an integer of more than 65536 bits", 3),
+        ("x = 1 << 10 ** 7\n", "an integer of more than 65536 bits", 3),
+        ("x = f'{1:>999999999}'\n", "a collection of 999,999,999 elements", 3),
+        ("x = '%999999999d' % 1\n", "a collection of 999,999,999 elements", 3),
+        ("x = [1]\nwhile True:\n    x = x + x\n", "elements is larger than the limit", 5),
+        ("x = list(range(10 ** 8))\n", "a collection of 100,000,000 elements", 3),
+        ("while True:\n    print('spam' * 1000)\n", "the program printed more than", 4),
+        ("x = 'a'.ljust(10 ** 9)\n", "a collection of 1,000,000,000 elements", 3),
+    ],
+)
+def test_runaway_programs(body: str, message: str, line: int) -> None:
+    start = time.perf_counter()
+    err = error(body)
+    assert message in err.message
+    assert err.pos is not None and err.pos.line == line
+    assert time.perf_counter() - start < 10
+
+
+def test_default_step_limit_is_ten_million() -> None:
+    assert Limits().max_steps == 10_000_000
+
+
+def test_buffer_limits() -> None:
+    err = error(
+        'with MSCCLProgram("p", fully_connected(2), AllReduce(2, 1, True), 1):\n'
+        "    chunk(0, Buffer.input, 0).copy(1, 'huge', 10 ** 9)\n"
+    )
+    assert "out of range for a scratch buffer" in err.message
+    err = error("x = AllReduce(10 ** 6, 1, True)\n")
+    assert "collectives are limited to 65536 ranks" in err.message
+    err = error("x = fully_connected(10 ** 6)\n")
+    assert "topologies are limited to 65536 nodes" in err.message
+
+
+def test_growing_a_list_is_charged_per_element() -> None:
+    from tests.mscclang.helpers import TRIVIAL
+
+    body = "x = []\nfor i in range(200_000):\n    x.append(i)\nx += [1] * 1000\nprint(len(x))\n"
+    limits = Limits(max_steps=1_000_000, max_alloc=500_000)
+    assert compile_source(PRELUDE + body + TRIVIAL, "t.py", limits=limits).stdout == "201000\n"
