@@ -395,6 +395,62 @@ def simulate(
     _emit(as_json, data, human)
 
 
+@cli.command()
+@click.option("--topology", "-t", required=True, help="Topology spec or file.")
+@click.option("--collective", "-c", required=True, callback=_collective)
+@click.option(
+    "--sizes", default="64MiB", show_default=True, help="A size or a sweep MIN:MAX:xF (nccl-tests)."
+)
+@click.option("--algorithms", default="", help="Comma-separated subset (default: every one).")
+@click.option("--chunks-per-npu", type=int, default=1, show_default=True)
+@click.option("--placement", default="")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True)
+def bench(
+    topology: str,
+    collective: CollectiveKind,
+    sizes: str,
+    algorithms: str,
+    chunks_per_npu: int,
+    placement: str,
+    seed: int,
+    plot: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Every applicable algorithm produced, verified and simulated on one topology."""
+    from collc.bench import format_report, parse_sizes, run_bench
+
+    if chunks_per_npu < 1:
+        raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
+    say = None
+    if not (quiet or as_json) and sys.stderr.isatty():
+        say = lambda msg: click.echo(f"\r  {msg:<60}", err=True, nl=False)  # noqa: E731
+    report = run_bench(
+        topology,
+        collective,
+        parse_sizes(sizes),
+        algorithms=[a.strip() for a in algorithms.split(",") if a.strip()] or None,
+        chunks_per_npu=chunks_per_npu,
+        placement=placement,
+        seed=seed,
+        say=say,
+    )
+    if say:
+        click.echo("\r" + " " * 64 + "\r", err=True, nl=False)
+    if plot is not None:
+        from backends.sim import plot_series
+
+        series: dict[str, list[tuple[float, float]]] = {}
+        for r in report.rows:
+            if r.busbw_gbps is not None:
+                series.setdefault(r.algorithm, []).append((r.size_bytes, r.busbw_gbps))
+        plot_series(series, plot, title=f"{report.collective} on {report.topology}")
+    _emit(as_json, report.to_json(), lambda: click.echo(format_report(report), nl=False))
+
+
 DEMO_TOPOLOGY = "mesh:4x4,bw=50GB/s,lat=500ns"
 
 

@@ -163,8 +163,19 @@ class Result:
         return self.estimated_ns / self.bound[1]
 
 
-def bounds_for(req: Request, topology: Topology, n: int, placement: Sequence[int]) -> Bounds:
-    """The lower bounds of a request's collective (rooted kinds use ``req.root``)."""
+def bounds_for(
+    req: Request,
+    topology: Topology,
+    n: int,
+    placement: Sequence[int],
+    *,
+    any_chunking: bool = False,
+) -> Bounds:
+    """The lower bounds of a request's collective (rooted kinds use ``req.root``).
+
+    Without ``any_chunking`` they assume TACOS's chunking (``req.chunks_per_npu``); with it
+    they hold for any program (see `tacos.bounds.lower_bounds`).
+    """
     return lower_bounds(
         req.collective,
         topology,
@@ -172,6 +183,7 @@ def bounds_for(req: Request, topology: Topology, n: int, placement: Sequence[int
         placement=placement or tuple(range(n)),
         chunks_per_npu=req.chunks_per_npu,
         root=req.root if req.collective.rooted else 0,
+        any_chunking=any_chunking,
     )
 
 
@@ -213,18 +225,11 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     verify_routes(program, topology)
     seconds["verify"] = time.perf_counter() - t2
     t3 = time.perf_counter()
-    bounds = bounds_for(req, topology, n, placement)
+    is_tacos = isinstance(algo, Tacos) and algo.last is not None
+    bounds = bounds_for(req, topology, n, placement, any_chunking=not is_tacos)
     seconds["bounds"] = time.perf_counter() - t3
-    estimate: float | None = None
-    if isinstance(algo, Tacos) and algo.last is not None:
-        estimate = algo.last.estimated_ns
-        bound = bounds.best
-    else:
-        # The chunk-level bound assumes the synthesizer's chunking; other programs cut the
-        # buffer differently, so only the chunking-free bounds apply to them.
-        free = {k: v for k, v in bounds.items.items() if k != "chunk"}
-        name = max(free, key=lambda k: free[k])
-        bound = (name, free[name])
+    estimate = algo.last.estimated_ns if isinstance(algo, Tacos) and algo.last else None
+    bound = bounds.best
     chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
     extra: dict[str, Any] = {
         "lower_bound_ns": bound[1],
@@ -354,13 +359,9 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         size,
         placement=[c.npu(r) for r in range(c.num_ranks)],
         root=max(c.root, 0),
+        any_chunking=True,
     )
-    # The chunk-level bound assumes TACOS's chunking; only the chunking-free bounds apply to
-    # an arbitrary program.
-    free = {k: v for k, v in b.items.items() if k != "chunk"}
-    name = max(free, key=lambda k: free[k])
-    result.lower_bound_ns = free[name]
-    result.lower_bound_name = name
+    result.lower_bound_name, result.lower_bound_ns = b.best
     estimate = manifest.extra.get("estimated_ns")
     same_size = chunk_bytes == manifest.chunk_bytes and topology == parse_topology(
         manifest.topology

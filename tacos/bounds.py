@@ -81,13 +81,18 @@ def lower_bounds(
     chunks_per_npu: int = 1,
     root: int = 0,
     cost: CostModel = DEFAULT_COST_MODEL,
+    any_chunking: bool = False,
 ) -> Bounds:
     """Lower bounds for ``kind`` of ``size_bytes`` (nccl-tests: all-gather the output, reduce-
     scatter the input, all-reduce the buffer, rooted kinds the root's buffer) on ``topology``,
     over the ranks on ``placement`` (all NPUs when empty), with ``chunks_per_npu`` chunks per
     rank's share (see `tacos.chunks_for`). ``root`` is a rank. Raises TacosError on a non-positive
-    size or chunk count, an unknown kind, a root outside the ranks or bad placement."""
-    if kind not in SUPPORTED:
+    size or chunk count, an unknown kind, a root outside the ranks or bad placement.
+    With ``any_chunking`` the bounds hold for a program that cuts the buffer any way at all
+    (baselines, MSCCLang programs): the chunk-level bound is left out and the latency bound
+    counts link latencies only, since smaller chunks cross a store-and-forward hop sooner.
+    """
+    if kind not in SUPPORTED and kind is not CollectiveKind.ALLTOALL:
         raise TacosError(f"no bounds for {kind.value}")
     if not (math.isfinite(size_bytes) and size_bytes > 0):
         raise TacosError(f"size must be positive, got {size_bytes} bytes")
@@ -101,27 +106,41 @@ def lower_bounds(
         raise TacosError(f"root {root} is outside the ranks 0..{n - 1}")
     net = Net.of(topology)
     c = chunks_per_npu
+    chunked = not any_chunking
     shape = topology.layout.shape if topology.layout is not None else topology.shape
     if n == 1:
         return Bounds({"latency": 0.0}, {"latency": "one rank: nothing to move"})
     m = size_bytes / n
+    if kind is CollectiveKind.ALLTOALL:
+        return _alltoall(net, ranks, size_bytes, c, cost, shape, chunked)
     if kind is CollectiveKind.ALLGATHER:
-        return _spread(net, ranks, m, c, cost, shape)
+        return _spread(net, ranks, m, c, cost, shape, chunked)
     if kind is CollectiveKind.REDUCE_SCATTER:
-        return _spread(net.transpose(), ranks, m, c, cost, shape)
+        return _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
     if kind is CollectiveKind.ALLREDUCE:
-        a = _spread(net, ranks, m, c, cost, shape)
-        b = _spread(net.transpose(), ranks, m, c, cost, shape)
+        a = _spread(net, ranks, m, c, cost, shape, chunked)
+        b = _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
         items = {k: a.items[k] + b.items[k] for k in a.items}
         desc = {k: f"reduce-scatter + all-gather: {DESCRIPTIONS[k]}" for k in items}
         return Bounds(items, desc, a.exact_cut)
     if kind is CollectiveKind.BROADCAST:
-        return _rooted(net, ranks, ranks[root], size_bytes, n * c, cost, toward=False)
+        return _rooted(
+            net, ranks, ranks[root], size_bytes, n * c, cost, toward=False, chunked=chunked
+        )
     if kind is CollectiveKind.REDUCE:
-        return _rooted(net.transpose(), ranks, ranks[root], size_bytes, n * c, cost, toward=False)
+        return _rooted(
+            net.transpose(),
+            ranks,
+            ranks[root],
+            size_bytes,
+            n * c,
+            cost,
+            toward=False,
+            chunked=chunked,
+        )
     if kind is CollectiveKind.GATHER:
-        return _rooted(net, ranks, ranks[root], m, c, cost, toward=True)
-    return _rooted(net.transpose(), ranks, ranks[root], m, c, cost, toward=True)
+        return _rooted(net, ranks, ranks[root], m, c, cost, toward=True, chunked=chunked)
+    return _rooted(net.transpose(), ranks, ranks[root], m, c, cost, toward=True, chunked=chunked)
 
 
 # -- building blocks -------------------------------------------------------------------------
@@ -317,7 +336,13 @@ def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> floa
 
 
 def _spread(
-    net: Net, ranks: list[int], m: float, c: int, cost: CostModel, shape: tuple[int, ...]
+    net: Net,
+    ranks: list[int],
+    m: float,
+    c: int,
+    cost: CostModel,
+    shape: tuple[int, ...],
+    chunked: bool = True,
 ) -> Bounds:
     out, inn = _adjacency(net)
     n = len(ranks)
@@ -325,7 +350,7 @@ def _spread(
     ingress = max(_fluid(inn[v], (n - 1) * m) for v in ranks)
     egress = max(_fluid(out[v], m) for v in ranks)
     chunk = max(_chunk_count(inn[v], s, (n - 1) * c) for v in ranks)
-    latency = _latency(net, ranks, ranks, s, cost)
+    latency = _latency(net, ranks, ranks, s if chunked else 0.0, cost)
     rset = set(ranks)
     family = _cut_family(net, shape, ranks)
     cut = max((_cut_value(net, S, rset, m) for S in family), default=0.0)
@@ -350,33 +375,92 @@ def _spread(
         cut = max(cut, _exact_cut(net, ranks, m, ratio))
         exact = True
     items = {"ingress": ingress, "egress": egress, "cut": cut, "latency": latency, "chunk": chunk}
+    if not chunked:
+        del items["chunk"]
     return Bounds(items, dict(DESCRIPTIONS), exact)
 
 
 def _rooted(
-    net: Net, ranks: list[int], root: int, m: float, c: int, cost: CostModel, *, toward: bool
+    net: Net,
+    ranks: list[int],
+    root: int,
+    m: float,
+    c: int,
+    cost: CostModel,
+    *,
+    toward: bool,
+    chunked: bool = True,
 ) -> Bounds:
     """Broadcast (``toward=False``: ``m`` bytes in ``c`` chunks from ``root`` to every rank) or
     Gather (``toward=True``: ``m`` bytes in ``c`` chunks from every rank to ``root``)."""
     out, inn = _adjacency(net)
     n = len(ranks)
     s = m / c
+    s_lat = s if chunked else 0.0
     others = [v for v in ranks if v != root]
     if toward:
         ingress = _fluid(inn[root], (n - 1) * m)
         egress = max(_fluid(out[v], m) for v in others)
         chunk = _chunk_count(inn[root], s, (n - 1) * c)
-        latency = _latency(net.transpose(), [root], others, s, cost)
+        latency = _latency(net.transpose(), [root], others, s_lat, cost)
     else:
         ingress = max(_fluid(inn[v], m) for v in others)
         egress = _fluid(out[root], m)
         chunk = max(_chunk_count(inn[v], s, c) for v in others)
-        latency = _latency(net, [root], others, s, cost)
+        latency = _latency(net, [root], others, s_lat, cost)
     items = {"ingress": ingress, "egress": egress, "chunk": chunk, "latency": latency}
     desc = {
         "ingress": "the root receives everything" if toward else "every rank receives the buffer",
         "egress": "every rank sends its share" if toward else "the root sends the buffer",
         "chunk": DESCRIPTIONS["chunk"],
+        "latency": DESCRIPTIONS["latency"],
+    }
+    if not chunked:
+        del items["chunk"]
+    return Bounds(items, desc)
+
+
+def _alltoall(
+    net: Net,
+    ranks: list[int],
+    buffer: float,
+    c: int,
+    cost: CostModel,
+    shape: tuple[int, ...],
+    chunked: bool,
+) -> Bounds:
+    """All-to-all of a ``buffer`` per rank: a block of ``buffer / n`` for every other rank.
+
+    Every rank receives and sends ``(n - 1) / n`` of its buffer; across a cut S, each rank
+    inside sends a block to each rank outside (the bisection bound); the farthest pair of ranks
+    bounds the latency.
+    """
+    out, inn = _adjacency(net)
+    n = len(ranks)
+    block = buffer / n
+    ingress = max(_fluid(inn[v], (n - 1) * block) for v in ranks)
+    egress = max(_fluid(out[v], (n - 1) * block) for v in ranks)
+    latency = _latency(net, ranks, ranks, block / c if chunked else 0.0, cost)
+    rset = set(ranks)
+    cut = 0.0
+    for inside in _cut_family(net, shape, ranks):
+        k_in = len(inside & rset)
+        k_out = n - k_in
+        if k_in == 0 or k_out == 0:
+            continue
+        for links in (
+            [lk for lk in net.links if lk.src in inside and lk.dst not in inside],
+            [lk for lk in net.links if lk.dst in inside and lk.src not in inside],
+        ):
+            if links:
+                bw = sum(lk.bandwidth_bytes_per_ns for lk in links)
+                lat = min(lk.latency_ns for lk in links)
+                cut = max(cut, lat + k_in * k_out * block / bw)
+    items = {"ingress": ingress, "egress": egress, "cut": cut, "latency": latency}
+    desc = {
+        "ingress": "every rank receives a block from every other rank",
+        "egress": "every rank sends a block to every other rank",
+        "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
         "latency": DESCRIPTIONS["latency"],
     }
     return Bounds(items, desc)

@@ -19,7 +19,7 @@ from backends.sim.native import (
     astrasim_native_time,
     dims_from_topology,
 )
-from backends.sim.plots import plot_gantt, plot_links
+from backends.sim.plots import plot_gantt, plot_links, plot_series
 from backends.sim.results import LinkUse, SimResult, Timeline, busbw_factor
 from backends.sim.tasks import TaskGraph, TaskKind, tasks_from_program
 from backends.sim.timeline import write_timeline
@@ -41,6 +41,7 @@ __all__ = [
     "dims_from_topology",
     "plot_gantt",
     "plot_links",
+    "plot_series",
     "simulate",
     "simulate_et",
     "simulate_tasks",

@@ -207,3 +207,28 @@ def plot_gantt(result: SimResult, path: str | os.PathLike[str]) -> None:
     ax.set_xlim(0, max(result.finish_ns / 1000, 1e-9))
     ax.set_title(f"link occupancy, {result.model} model on {result.topology}")
     _save(fig, Canvas, path)
+
+
+def plot_series(
+    series: dict[str, list[tuple[float, float]]],
+    path: str | os.PathLike[str],
+    *,
+    title: str,
+    xlabel: str = "size (bytes)",
+    ylabel: str = "bus bandwidth (GB/s)",
+) -> None:
+    """Lines of (x, y) points per name on a log2 x axis, e.g. bus bandwidth against size."""
+    Figure, Canvas, _ = _matplotlib()
+    fig = Figure(figsize=(8, 5))
+    ax = fig.add_subplot(1, 1, 1)
+    for name, points in series.items():
+        if points:
+            xs, ys = zip(*sorted(points), strict=True)
+            ax.plot(xs, ys, marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    _save(fig, Canvas, path)

@@ -193,3 +193,87 @@ def test_rerun_replaces_a_collc_folder(ring8: Path) -> None:
         [*(f"allgather.{r}.et" for r in range(4)), MANIFEST]
     )
     assert [p.name for p in ring8.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_bounds_command() -> None:
+    res = run("bounds", "-t", "ring:8", "-c", "allgather", "--size", "8MiB", "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    # A bidirectional ring: each NPU receives 7/8 of 8 MiB over two 50 GB/s links, after
+    # one link latency (500 ns).
+    assert data["bounds_ns"]["ingress"] == pytest.approx(500 + 7 / 8 * 8 * 2**20 / 100, rel=1e-9)
+    assert data["best_ns"] >= data["bounds_ns"]["ingress"]
+
+
+def test_tacos_is_default_and_reports_its_ratio(tmp_path: Path) -> None:
+    res = run(
+        "synthesize", "-t", "mesh:3x3", "-c", "allgather", "-o", str(tmp_path / "t"), "--json"
+    )
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert s["algorithm"] == "tacos"
+    assert s["estimated_ns"] >= s["lower_bound_ns"] > 0
+    assert s["ratio"] == pytest.approx(s["estimated_ns"] / s["lower_bound_ns"])
+
+
+def test_simulate_reproduces_the_tacos_estimate(tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    assert (
+        run(
+            "synthesize", "-t", "torus:3x3", "-c", "allreduce", "--size", "4MiB", "-o", str(out)
+        ).exit_code
+        == 0
+    )
+    res = run("simulate", str(out), "--json", "--timeline", str(tmp_path / "t.json"))
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["finish_ns"] == pytest.approx(data["estimated_ns"], rel=0.01)
+    assert data["bound_ratio"] >= 1.0
+    assert "traceEvents" in json.loads((tmp_path / "t.json").read_text())
+    res = run("simulate", str(out), "--model", "analytical", "--json")
+    assert res.exit_code == 0 and json.loads(res.output)["model"] == "analytical"
+
+
+def test_simulate_refuses_mismatches(ring8: Path) -> None:
+    res = CliRunner().invoke(cli, ["simulate", str(ring8), "--topology", "ring:9"])
+    assert res.exit_code == 2 and "differs from the folder's topology" in res.output
+    res = CliRunner().invoke(cli, ["simulate", str(ring8), "--size", "2MiB"])
+    assert res.exit_code == 2 and "--force" in res.output
+    res = CliRunner().invoke(cli, ["simulate", str(ring8), "--size", "2MiB", "--force", "--json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output)["size_bytes"] == 2 << 20
+    res = CliRunner().invoke(cli, ["simulate", str(ring8), "--model", "quantum"])
+    assert res.exit_code == 2
+
+
+def test_simulate_foreign_ets_needs_topology(ring8: Path, tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    for f in ring8.glob("*.et"):
+        (foreign / f.name).write_bytes(f.read_bytes())
+    res = CliRunner().invoke(cli, ["simulate", str(foreign)])
+    assert res.exit_code == 2 and "--topology" in res.output
+    res = CliRunner().invoke(cli, ["simulate", str(foreign), "-t", "ring:8", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["semantics_checked"] is False
+
+
+def test_bench_in_process() -> None:
+    res = run("bench", "-t", "ring:4", "-c", "allreduce", "--sizes", "1MiB:4MiB:x4", "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["sizes"] == [1 << 20, 4 << 20]
+    algos = {r["algorithm"] for r in data["rows"]}
+    assert {"tacos", "ring", "direct", "rhd", "dbt"} <= algos
+    for r in data["rows"]:
+        if not r["error"]:
+            assert r["ratio"] >= 1.0 - 1e-9
+    text = run("bench", "-t", "ring:4", "-c", "alltoall", "--sizes", "1MiB").output
+    assert "direct" in text and "does not implement alltoall" in text
+
+
+def test_bench_bad_sizes() -> None:
+    res = CliRunner().invoke(
+        cli, ["bench", "-t", "ring:4", "-c", "allreduce", "--sizes", "1MiB:4MiB"]
+    )
+    assert res.exit_code == 2 and "MIN:MAX:xFACTOR" in res.output

@@ -1,0 +1,204 @@
+"""``collc bench``: every applicable algorithm on one topology, side by side.
+
+Each algorithm's program is produced, verified and simulated on the same topology under the
+same cost model, for one size or an nccl-tests style sweep. Baseline programs are size-free,
+so each is produced once; TACOS schedules depend on the bytes per chunk, so it is
+synthesized per size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from backends.sim import simulate
+from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.outdir import chunk_bytes_for
+from chakra_ir.program import Program
+from chakra_ir.verify import verify, verify_routes
+from collc.pipeline import ALGORITHMS, Request, bounds_for, parse_placement
+from topologies import Topology, parse_topology
+from topologies.errors import CollcError
+from topologies.units import parse_size_bytes
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``64MiB`` or an nccl-tests sweep ``MIN:MAX:xF`` (multiply by F) -> sizes in bytes."""
+    parts = text.split(":")
+    if len(parts) == 1:
+        return [parse_size_bytes(text)]
+    if len(parts) != 3 or not parts[2].startswith("x"):
+        raise CollcError(f"--sizes {text!r}: expected SIZE or MIN:MAX:xFACTOR, e.g. 1MiB:1GiB:x4")
+    lo, hi = parse_size_bytes(parts[0]), parse_size_bytes(parts[1])
+    try:
+        factor = int(parts[2][1:])
+    except ValueError:
+        raise CollcError(f"--sizes {text!r}: the factor must be a whole number") from None
+    if factor < 2 or lo > hi:
+        raise CollcError(f"--sizes {text!r}: need MIN <= MAX and a factor of at least 2")
+    sizes = []
+    s = lo
+    while s <= hi:
+        sizes.append(s)
+        s *= factor
+    return sizes
+
+
+@dataclass
+class BenchRow:
+    """One algorithm at one size. ``error`` says why it did not run (then figures are None)."""
+
+    algorithm: str
+    size_bytes: int
+    time_ns: float | None = None
+    busbw_gbps: float | None = None
+    ratio: float | None = None
+    speedup: float | None = None
+    """Time of the best baseline over this time (tacos and baselines alike)."""
+    error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class BenchReport:
+    topology: str
+    collective: str
+    ranks: int
+    sizes: list[int]
+    bounds_ns: dict[int, tuple[str, float]]
+    rows: list[BenchRow] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topology": self.topology,
+            "collective": self.collective,
+            "ranks": self.ranks,
+            "sizes": self.sizes,
+            "lower_bounds": {str(k): {"name": n, "ns": v} for k, (n, v) in self.bounds_ns.items()},
+            "rows": [r.to_json() for r in self.rows],
+            "seconds": self.seconds,
+        }
+
+
+def run_bench(
+    topology_spec: str,
+    kind: CollectiveKind,
+    sizes: list[int],
+    *,
+    algorithms: list[str] | None = None,
+    chunks_per_npu: int = 1,
+    placement: str = "",
+    seed: int = 0,
+    say: Callable[[str], None] | None = None,
+) -> BenchReport:
+    """Produce, verify and simulate every applicable algorithm at every size."""
+    start = time.perf_counter()
+    topology = parse_topology(topology_spec)
+    npus = parse_placement(placement, topology) if placement else ()
+    n = len(npus) or topology.num_npus
+    names = algorithms or list(ALGORITHMS)
+    for name in names:
+        if name not in ALGORITHMS:
+            raise CollcError(
+                f"unknown algorithm {name!r} (expected one of {', '.join(ALGORITHMS)})"
+            )
+    report = BenchReport(topology.spec, kind.value, n, sizes, {})
+    cache: dict[str, Program | str] = {}
+    for size in sizes:
+        req = Request(
+            topology_spec, kind, size_bytes=size, chunks_per_npu=chunks_per_npu, seed=seed
+        )
+        # Programs cut the buffer differently: only bounds that hold for any chunking apply.
+        report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
+        rows = []
+        for name in names:
+            if say:
+                say(f"{name} at {size} B")
+            row = BenchRow(name, size)
+            program = _program(name, req, topology, npus, cache)
+            if isinstance(program, str):
+                row.error = program
+            else:
+                chunk_bytes = chunk_bytes_for(program.collective, size)
+                result = simulate(program, topology, chunk_bytes)
+                row.time_ns = result.finish_ns
+                row.busbw_gbps = result.busbw_gbps
+                row.ratio = result.finish_ns / report.bounds_ns[size][1]
+            rows.append(row)
+        baselines = [r.time_ns for r in rows if r.algorithm != "tacos" and r.time_ns]
+        best = min(baselines) if baselines else None
+        for r in rows:
+            if best is not None and r.time_ns:
+                r.speedup = best / r.time_ns
+        report.rows.extend(rows)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _program(
+    name: str,
+    req: Request,
+    topology: Topology,
+    npus: tuple[int, ...],
+    cache: dict[str, Program | str],
+) -> Program | str:
+    """The verified program of one algorithm, or why it cannot serve this case."""
+    size_free = name != "tacos"
+    if size_free and name in cache:
+        return cache[name]
+    producer = ALGORITHMS[name](req, None)
+    out: Program | str
+    if req.collective not in producer.collectives:
+        out = f"does not implement {req.collective.value}"
+    else:
+        n = len(npus) or topology.num_npus
+        try:
+            collective = Collective(
+                req.collective,
+                n,
+                producer.chunks_per_rank(req.collective, n),
+                placement=npus if npus and npus != tuple(range(n)) else (),
+            )
+            out = producer.generate(collective, topology)
+        except CollcError as e:
+            out = e.message
+        else:
+            verify(out)
+            verify_routes(out, topology)
+    if size_free:
+        cache[name] = out
+    return out
+
+
+def format_report(report: BenchReport) -> str:
+    """Tables per size: time, bus bandwidth, ratio to the lower bound, speedup."""
+    from topologies.units import format_size_bytes
+
+    lines = [f"{report.collective} over {report.ranks} ranks on {report.topology}"]
+    for size in report.sizes:
+        bname, bns = report.bounds_ns[size]
+        lines.append("")
+        lines.append(f"size {format_size_bytes(size)}   lower bound {bns / 1000:,.2f} us ({bname})")
+        lines.append(
+            f"  {'algorithm':<13}{'time us':>14}{'busbw GB/s':>12}{'x bound':>9}{'vs best baseline':>18}"
+        )
+        for r in report.rows:
+            if r.size_bytes != size:
+                continue
+            if r.error:
+                lines.append(f"  {r.algorithm:<13}{'-':>14}   ({r.error})")
+                continue
+            assert r.time_ns is not None and r.ratio is not None
+            busbw = f"{r.busbw_gbps:.2f}" if r.busbw_gbps is not None else "-"
+            speed = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
+            lines.append(
+                f"  {r.algorithm:<13}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}{speed:>18}"
+            )
+    lines.append("")
+    lines.append(f"{report.seconds:.1f} s")
+    return "\n".join(lines) + "\n"
