@@ -20,6 +20,7 @@ from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from chakra_ir.text import format_program
 from chakra_ir.verify import VerifyError
 from collc import pipeline
+from collc.exporters import EXPORTERS, ExportOptions
 from topologies import parse_topology
 from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
@@ -449,6 +450,104 @@ def bench(
                 series.setdefault(r.algorithm, []).append((r.size_bytes, r.busbw_gbps))
         plot_series(series, plot, title=f"{report.collective} on {report.topology}")
     _emit(as_json, report.to_json(), lambda: click.echo(format_report(report), nl=False))
+
+
+@cli.command(name="compile", context_settings={"ignore_unknown_options": True})
+@click.argument("program", type=click.Path(path_type=Path))
+@click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
+@click.option("--size", default="1MiB", show_default=True, callback=_size)
+@click.option("--topology", "-t", default=None, help="Where it runs (default: fc:<ranks>).")
+@click.option("--json", "as_json", is_flag=True)
+def compile_cmd(
+    program: Path,
+    program_args: tuple[str, ...],
+    out: Path,
+    size: int,
+    topology: str | None,
+    as_json: bool,
+) -> None:
+    """Compile an MSCCLang program (its own arguments after --) into an output folder."""
+    if not program.is_file():
+        raise CollcError(f"{program}: no such file")
+    result, printed = pipeline.compile_msccl(
+        program, program_args, size_bytes=size, topology=topology
+    )
+    files = pipeline.write(result, out)
+    s = _summary(result, out, files)
+    s["program_output"] = printed
+
+    def human() -> None:
+        if printed:
+            click.echo(printed, nl=not printed.endswith("\n"))
+        _print_summary(s)
+
+    _emit(as_json, s, human)
+
+
+@cli.command(name="import")
+@click.argument("xml", type=click.Path(path_type=Path))
+@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
+@click.option("--size", default="1MiB", show_default=True, callback=_size)
+@click.option("--topology", "-t", default=None, help="Where it runs (default: fc:<ranks>).")
+@click.option("--root", type=int, default=None, help="Root of a rooted collective (XML has none).")
+@click.option("--json", "as_json", is_flag=True)
+def import_cmd(
+    xml: Path, out: Path, size: int, topology: str | None, root: int | None, as_json: bool
+) -> None:
+    """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified output folder."""
+    if not xml.is_file():
+        raise CollcError(f"{xml}: no such file")
+    result = pipeline.import_xml(xml, size_bytes=size, topology=topology, root=root)
+    files = pipeline.write(result, out)
+    s = _summary(result, out, files)
+    _emit(as_json, s, lambda: _print_summary(s))
+
+
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--target", required=True, type=click.Choice(list(EXPORTERS)))
+@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
+@click.option("--topology", "-t", default=None, help="Override (must match the folder's).")
+@click.option("--force", is_flag=True, help="Accept a topology that differs from the folder's.")
+@click.option(
+    "--fusion/--no-fusion", default=None, help="MSCCL instruction fusion (rcs, rrs, rrcs)."
+)
+@click.option("--protocol", type=click.Choice(["Simple", "LL", "LL128"]), default=None)
+@click.option("--coll", default="", help="MSCCL runtime collective name for custom collectives.")
+@click.option("--min-bytes", default=None, callback=_size, help="MSCCL algo minBytes (default 0).")
+@click.option(
+    "--max-bytes", default=None, callback=_size, help="MSCCL algo maxBytes (0: no limit)."
+)
+@click.option("--json", "as_json", is_flag=True)
+def export(
+    folder: Path,
+    target: str,
+    out: Path,
+    topology: str | None,
+    force: bool,
+    fusion: bool | None,
+    protocol: str | None,
+    coll: str,
+    min_bytes: int | None,
+    max_bytes: int | None,
+    as_json: bool,
+) -> None:
+    """Write an output folder's program for another tool (never changes the program)."""
+    manifest, program, _ = pipeline.load(folder)
+    topo = pipeline.topology_of(manifest, topology, force=force)
+    options = ExportOptions(fusion, protocol, coll, min_bytes or 0, max_bytes or 0)
+    files = EXPORTERS[target](program, topo, manifest, out, options)
+    data = {"target": target, "folder": str(folder), "files": [str(f) for f in files]}
+
+    def human() -> None:
+        click.echo(f"{target}: wrote {len(files)} files into {out}")
+        for f in files[:10]:
+            click.echo(f"  {f}")
+        if len(files) > 10:
+            click.echo(f"  ... and {len(files) - 10} more")
+
+    _emit(as_json, data, human)
 
 
 DEMO_TOPOLOGY = "mesh:4x4,bw=50GB/s,lat=500ns"

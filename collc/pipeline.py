@@ -224,31 +224,132 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     report = verify(program)
     verify_routes(program, topology)
     seconds["verify"] = time.perf_counter() - t2
-    t3 = time.perf_counter()
-    is_tacos = isinstance(algo, Tacos) and algo.last is not None
-    bounds = bounds_for(req, topology, n, placement, any_chunking=not is_tacos)
-    seconds["bounds"] = time.perf_counter() - t3
     estimate = algo.last.estimated_ns if isinstance(algo, Tacos) and algo.last else None
-    bound = bounds.best
-    chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
-    extra: dict[str, Any] = {
-        "lower_bound_ns": bound[1],
-        "lower_bound": bound[0],
-        "reduce_micros": 0,
-    }
+    seed = req.seed if req.algorithm == "tacos" else None
+    tacos_chunks = req.chunks_per_npu if estimate is not None else None
+    return _finish(
+        program, topology, req.size_bytes, algo.name, report, seconds, estimate, seed, tacos_chunks
+    )
+
+
+def _finish(
+    program: Program,
+    topology: Topology,
+    size_bytes: int,
+    algorithm: str,
+    report: VerifyReport,
+    seconds: dict[str, float],
+    estimate: float | None = None,
+    seed: int | None = None,
+    tacos_chunks: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Result:
+    """Bind a size to a verified program: lower bound, manifest, result.
+
+    ``tacos_chunks`` is TACOS's chunks per NPU: its estimate is compared with the bounds for
+    its own chunking. Any other program cuts the buffer its own way, so only the bounds that
+    hold for any chunking apply to it.
+    """
+    c = program.collective
+    t = time.perf_counter()
+    bounds = program_bounds(program, topology, size_bytes, tacos_chunks)
+    seconds["bounds"] = time.perf_counter() - t
+    bound = bounds.best if bounds.items else ("none", 0.0)
+    chunk_bytes = chunk_bytes_for(c, size_bytes)
+    info: dict[str, Any] = {"lower_bound_ns": bound[1], "lower_bound": bound[0], "reduce_micros": 0}
     if estimate is not None:
-        extra["estimated_ns"] = estimate
+        info["estimated_ns"] = estimate
+    info.update(extra or {})
     manifest = Manifest(
-        collective=program.collective,
+        collective=c,
         topology=topology.spec,
-        size_bytes=chunk_bytes * program.collective.size_chunks,
+        size_bytes=chunk_bytes * c.size_chunks,
         chunk_bytes=chunk_bytes,
-        et_prefix=req.collective.value,
-        algorithm=algo.name,
-        seed=req.seed if req.algorithm == "tacos" else None,
-        extra=extra,
+        et_prefix=c.kind.value,
+        algorithm=algorithm,
+        seed=seed,
+        extra=info,
     )
     return Result(program, manifest, topology, report, seconds, estimate, bounds, bound)
+
+
+def program_bounds(
+    program: Program, topology: Topology, size_bytes: int, tacos_chunks: int | None = None
+) -> Bounds:
+    """Lower bounds on ``program``'s collective at ``size_bytes``: for TACOS's chunking when
+    ``tacos_chunks`` is given, else those that hold for any program. None for custom ones."""
+    c = program.collective
+    if c.kind is CollectiveKind.CUSTOM:
+        return Bounds({})
+    return lower_bounds(
+        c.kind,
+        topology,
+        size_bytes,
+        placement=[c.npu(r) for r in range(c.num_ranks)],
+        chunks_per_npu=tacos_chunks or 1,
+        root=max(c.root, 0),
+        any_chunking=tacos_chunks is None,
+    )
+
+
+def _topology_for(program: Program, spec: str | None) -> Topology:
+    """The topology a compiled or imported program runs on: ``spec``, or a fully connected
+    network of its ranks (what MSCCLang programs assume)."""
+    topology = parse_topology(spec if spec else f"fc:{max(program.num_ranks, 2)}")
+    ranks_fit(program.collective, topology)
+    return topology
+
+
+def compile_msccl(
+    path: Path,
+    argv: Sequence[str],
+    *,
+    size_bytes: int,
+    topology: str | None = None,
+) -> tuple[Result, str]:
+    """Compile an MSCCLang program; returns the result and what the program printed."""
+    from mscclang_frontend import compile_file
+
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    compiled = compile_file(path, argv)
+    seconds["compile"] = time.perf_counter() - t
+    program = compiled.program
+    topo = _topology_for(program, topology)
+    t = time.perf_counter()
+    report = verify(program)
+    verify_routes(program, topo)
+    seconds["verify"] = time.perf_counter() - t
+    msccl = {k: v for k, v in compiled.options.items() if isinstance(v, (str, int, bool))}
+    extra = {"source": str(path), "argv": list(argv), "msccl": msccl}
+    result = _finish(program, topo, size_bytes, "mscclang", report, seconds, extra=extra)
+    return result, compiled.stdout
+
+
+def import_xml(
+    path: Path,
+    *,
+    size_bytes: int,
+    topology: str | None = None,
+    root: int | None = None,
+) -> Result:
+    """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified result."""
+    from mscclang_frontend.xml import read_xml
+
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    imported = read_xml(path, root=root)
+    seconds["import"] = time.perf_counter() - t
+    program = imported.program
+    topo = _topology_for(program, topology)
+    t = time.perf_counter()
+    report = verify(program)
+    verify_routes(program, topo)
+    seconds["verify"] = time.perf_counter() - t
+    o = imported.options
+    msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name}
+    extra = {"source": str(path), "msccl": msccl, "notes": list(imported.notes)}
+    return _finish(program, topo, size_bytes, "msccl-xml", report, seconds, extra=extra)
 
 
 def write(result: Result, out: Path | str) -> list[Path]:
@@ -351,17 +452,9 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         keep_timeline=req.timeline,
         reduce_micros=None if reduce_micros is None else int(reduce_micros),
     )
-    c = program.collective
-    size = chunk_bytes * c.size_chunks
-    b = lower_bounds(
-        c.kind,
-        topology,
-        size,
-        placement=[c.npu(r) for r in range(c.num_ranks)],
-        root=max(c.root, 0),
-        any_chunking=True,
-    )
-    result.lower_bound_name, result.lower_bound_ns = b.best
+    b = program_bounds(program, topology, chunk_bytes * program.collective.size_chunks)
+    if b.items:
+        result.lower_bound_name, result.lower_bound_ns = b.best
     estimate = manifest.extra.get("estimated_ns")
     same_size = chunk_bytes == manifest.chunk_bytes and topology == parse_topology(
         manifest.topology

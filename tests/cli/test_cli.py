@@ -277,3 +277,47 @@ def test_bench_bad_sizes() -> None:
         cli, ["bench", "-t", "ring:4", "-c", "allreduce", "--sizes", "1MiB:4MiB"]
     )
     assert res.exit_code == 2 and "MIN:MAX:xFACTOR" in res.output
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_compile_export_import_round_trip(tmp_path: Path) -> None:
+    out = tmp_path / "ring"
+    res = run("compile", str(EXAMPLES / "allreduce_ring.py"), "-o", str(out), "--json", "--", "4")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert s["algorithm"] == "mscclang" and s["ranks"] == 4
+    assert "<algo" in s["program_output"]  # the program calls XML()
+    res = run("export", str(out), "--target", "msccl-xml", "-o", str(tmp_path / "xml"), "--json")
+    assert res.exit_code == 0, res.output
+    (xml,) = json.loads(res.output)["files"]
+    assert Path(xml).read_text().startswith("<algo ")
+    res = run("import", xml, "-o", str(tmp_path / "back"), "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["collective"] == "allreduce"
+    assert run("verify", str(tmp_path / "back")).exit_code == 0
+    assert run("simulate", str(tmp_path / "back")).exit_code == 0
+
+
+def test_compile_errors_point_at_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from msccl.language import *\nx = chunk(0, Buffer.input, 0\n")
+    res = CliRunner().invoke(cli, ["compile", str(bad), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert res.output.startswith(f"collc: error: {bad}:")
+    assert "^" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()
+    res = CliRunner().invoke(
+        cli, ["compile", str(tmp_path / "missing.py"), "-o", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_import_malformed_xml(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<algo name="x" proto="Simple" nchannels="1">\n  <gpu id="zero"/>\n</algo>\n')
+    res = CliRunner().invoke(cli, ["import", str(bad), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert f"{bad}:" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,70 @@
+"""The export targets ``collc export`` offers, by name: each adapts the CLI's options to one
+backend's ``export(program, topology, out_dir, options)``. The CLI builds ``--target``'s
+choices from `EXPORTERS`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from backends.msccl_xml import XmlOptions, program_to_xml
+from backends.msccl_xml import export as export_xml
+from chakra_ir.outdir import Manifest
+from chakra_ir.program import Program
+from mscclang_frontend import hooks
+from mscclang_frontend.lowering import CompiledProgram
+from topologies import Topology
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What the CLI passes to every target; each uses the fields that concern it.
+
+    ``fusion``/``protocol`` default to what the program was compiled or imported with.
+    """
+
+    fusion: bool | None = None
+    protocol: str | None = None
+    coll: str = ""
+    min_bytes: int = 0
+    max_bytes: int = 0
+
+
+Exporter = Callable[[Program, Topology, Manifest, Path, ExportOptions], list[Path]]
+
+
+def _msccl_xml(
+    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+) -> list[Path]:
+    msccl = manifest.extra.get("msccl") or {}
+    fusion = o.fusion if o.fusion is not None else bool(msccl.get("instr_fusion", True))
+    options = XmlOptions(
+        name=program.name or manifest.algorithm or program.collective.kind.value,
+        proto=o.protocol or str(msccl.get("protocol", "Simple")),
+        coll=o.coll,
+        fusion=fusion,
+        min_bytes=o.min_bytes,
+        max_bytes=o.max_bytes,
+    )
+    return export_xml(program, topology, out, options)
+
+
+EXPORTERS: dict[str, Exporter] = {
+    "msccl-xml": _msccl_xml,
+}
+
+
+def _emit_compiled_xml(c: CompiledProgram) -> str:
+    """What MSCCLang's ``XML()`` prints: the program as MSCCL-IR XML."""
+    custom = c.program.collective.kind.value == "custom"
+    options = XmlOptions(
+        name=c.name,
+        proto=str(c.options.get("protocol", "Simple")),
+        fusion=bool(c.options.get("instr_fusion", True)),
+        coll="custom" if custom else "",
+    )
+    return program_to_xml(c.program, options)
+
+
+hooks.set_xml_emitter(_emit_compiled_xml)
