@@ -107,7 +107,7 @@ class Reduce:
 
 Op = Send | Recv | Copy | Reduce
 
-_COLUMNS = (
+COLUMNS = (
     "kind",
     "peer",
     "src_buf",
@@ -184,13 +184,13 @@ class Program:
     ) -> Program:
         """Build from whole columns (the fast path for generators and decoders).
 
-        ``columns`` holds every name of `_COLUMNS`; ``channel``, ``threadblock`` and ``tag``
+        ``columns`` holds every name of `COLUMNS`; ``channel``, ``threadblock`` and ``tag``
         may be omitted (-1, -1, 0). Arrays are converted to the canonical dtypes.
         """
         ro = np.ascontiguousarray(rank_offsets, dtype=np.int64)
         n = int(ro[-1])
         cols: dict[str, Any] = {}
-        for name_ in _COLUMNS:
+        for name_ in COLUMNS:
             if name_ in columns:
                 arr = np.ascontiguousarray(columns[name_], dtype=_DTYPES[name_])
             else:
@@ -278,7 +278,7 @@ class Program:
             return False
         arrays = (
             "rank_offsets",
-            *_COLUMNS,
+            *COLUMNS,
             "dep_offsets",
             "deps",
             "route_offsets",
@@ -495,9 +495,9 @@ class ProgramBuilder:
         rank_offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=rank_offsets[1:])
         rows = [row for rank_rows in self._rows for row in rank_rows]
-        width = len(_COLUMNS)
+        width = len(COLUMNS)
         table = np.array(rows, dtype=np.int64).reshape(-1, width)
-        columns = {name: table[:, i] for i, name in enumerate(_COLUMNS)}
+        columns = {name: table[:, i] for i, name in enumerate(COLUMNS)}
         all_deps = [d for rank_deps in self._deps for d in rank_deps]
         dep_offsets = np.zeros(len(all_deps) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in all_deps], out=dep_offsets[1:])

@@ -26,7 +26,7 @@ from chakra_ir.et.layout import ProgramLayout
 from chakra_ir.et.reader import iter_et_sources
 from chakra_ir.et.trace import AttrColumn, EtTrace
 from chakra_ir.et.wire import I64, expand_ranges
-from chakra_ir.program import OpKind, Program
+from chakra_ir.program import COLUMNS, OpKind, Program
 from topologies.errors import CollcError
 
 BATCH_OPS = 1 << 16
@@ -224,19 +224,7 @@ def program_from_traces(traces: Iterable[EtTrace]) -> Program:
     ordered = [parts.pop(r) for r in range(num_ranks)]
     rank_offsets = np.zeros(num_ranks + 1, dtype=np.int64)
     np.cumsum([len(c["kind"]) for c in ordered], out=rank_offsets[1:])
-    names = (
-        "kind",
-        "peer",
-        "src_buf",
-        "src_index",
-        "dst_buf",
-        "dst_index",
-        "count",
-        "tag",
-        "channel",
-        "threadblock",
-    )
-    columns = {c: np.concatenate([part[c] for part in ordered]) for c in names}
+    columns = {c: np.concatenate([part[c] for part in ordered]) for c in COLUMNS}
     dep_offsets = _join_offsets([part["dep_offsets"] for part in ordered])
     route_offsets = _join_offsets([part["route_offsets"] for part in ordered])
     return Program.from_columns(

@@ -9,7 +9,7 @@ from chakra_ir.collective import Collective, CollectiveKind, custom_collective
 from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et.framing import split_frames
 from chakra_ir.et.wire import key, varint
-from chakra_ir.program import OpKind, Program
+from chakra_ir.program import COLUMNS, OpKind, Program
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 
@@ -88,21 +88,7 @@ def programs(draw: st.DrawFn, max_ops: int = 12) -> Program:
     n = coll.num_ranks
     lens = [draw(st.integers(0, max_ops)) for _ in range(n)]
     total = sum(lens)
-    cols: dict[str, list[int]] = {
-        c: []
-        for c in (
-            "kind",
-            "peer",
-            "src_buf",
-            "src_index",
-            "dst_buf",
-            "dst_index",
-            "count",
-            "tag",
-            "channel",
-            "threadblock",
-        )
-    }
+    cols: dict[str, list[int]] = {c: [] for c in COLUMNS}
     deps: list[int] = []
     dep_counts: list[int] = []
     routes: list[int] = []

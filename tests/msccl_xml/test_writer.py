@@ -19,6 +19,7 @@ from backends.msccl_xml import (
 )
 from chakra_ir import Collective, CollectiveKind, Hints, Program, ProgramBuilder, Slice
 from chakra_ir.collective import custom_collective
+from chakra_ir.program import COLUMNS
 from chakra_ir.verify import verify
 from mscclang_frontend.xml import read_xml
 from tests.msccl_xml.programs import (
@@ -167,21 +168,7 @@ def test_writer_does_not_mutate_the_program() -> None:
     before = Program.from_columns(
         p.collective,
         p.rank_offsets.copy(),
-        {
-            k: getattr(p, k).copy()
-            for k in (
-                "kind",
-                "peer",
-                "src_buf",
-                "src_index",
-                "dst_buf",
-                "dst_index",
-                "count",
-                "tag",
-                "channel",
-                "threadblock",
-            )
-        },
+        {k: getattr(p, k).copy() for k in COLUMNS},
         p.dep_offsets.copy(),
         p.deps.copy(),
         p.buffer_sizes.copy(),
