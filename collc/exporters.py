@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.astrasim import AstraOptions
+from backends.astrasim import export as export_astra
 from backends.msccl_xml import XmlOptions, program_to_xml
 from backends.msccl_xml import export as export_xml
 from chakra_ir.outdir import Manifest
@@ -50,8 +52,15 @@ def _msccl_xml(
     return export_xml(program, topology, out, options)
 
 
+def _astra_sim(
+    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+) -> list[Path]:
+    return export_astra(program, topology, out, AstraOptions.from_manifest(manifest))
+
+
 EXPORTERS: dict[str, Exporter] = {
     "msccl-xml": _msccl_xml,
+    "astra-sim": _astra_sim,
 }
 
 

@@ -321,3 +321,26 @@ def test_import_malformed_xml(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert f"{bad}:" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_export_astra_sim_bundle(ring8: Path, tmp_path: Path) -> None:
+    out = tmp_path / "astra"
+    res = run("export", str(ring8), "--target", "astra-sim", "-o", str(out), "--json")
+    assert res.exit_code == 0, res.output
+    system = json.loads((out / "system.json").read_text())
+    assert system["all-reduce-implementation-custom"] == ["collective/allreduce"]
+    assert len(list((out / "collective").glob("allreduce.*.et"))) == 8
+    assert "AstraSim_Analytical_Congestion_Unaware" in (out / "run.sh").read_text()
+
+
+def test_export_astra_sim_refuses_failed_links(tmp_path: Path) -> None:
+    src = tmp_path / "f"
+    assert (
+        run("synthesize", "-t", "torus:3x3,fail=0-1", "-c", "allgather", "-o", str(src)).exit_code
+        == 0
+    )
+    res = CliRunner().invoke(
+        cli, ["export", str(src), "--target", "astra-sim", "-o", str(tmp_path / "a")]
+    )
+    assert res.exit_code == 2 and "failed links" in res.output
+    assert not (tmp_path / "a").exists()
