@@ -23,6 +23,7 @@ The result is built with numpy in time linear in the number of operations (plus 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,8 +66,15 @@ class Lowered:
     recv_dep: I64
 
 
-def _csr(owner: I64, value: I64, n: int) -> tuple[I64, I64]:
+def _ordered(perm: I64, parts: list[I64], dtype: type) -> npt.NDArray[Any]:
+    """The concatenated column, in program order, narrowed to ``dtype``."""
+    return np.concatenate(parts)[perm].astype(dtype)
+
+
+def _csr(owner: npt.ArrayLike, value: npt.ArrayLike, n: int) -> tuple[I64, I64]:
     """CSR of the (owner, value) pairs over owners 0..n-1, values sorted, duplicates dropped."""
+    owner = np.asarray(owner, dtype=np.int64)
+    value = np.asarray(value, dtype=np.int64)
     width = int(max(int(value.max()) + 1, 1)) if len(value) else 1
     if len(owner) and n * width < (1 << 62):
         key = np.sort(owner * width + value)
@@ -120,9 +128,10 @@ def lower(
     dep_on: list[I64] = []
 
     def add(ops: I64, on: I64) -> None:
+        # Op ids stay below 2**31 (tens of millions of ops); int32 halves the largest arrays.
         m = on >= 0
-        dep_op.append(ops[m])
-        dep_on.append(on[m])
+        dep_op.append(ops[m].astype(np.int32))
+        dep_on.append(on[m].astype(np.int32))
 
     send_src_buf = np.full(G, NONE, dtype=np.int64)
     send_src_idx = np.full(G, NONE, dtype=np.int64)
@@ -247,46 +256,68 @@ def lower(
     if n_acc:
         add(G + copy_key_first, 2 * G + np.arange(C - n_acc, C, dtype=np.int64))
 
-    # Ops.
+    # Ops: sends (ids 0..G-1), receives (G..2G-1), copies (2G..). Each column is built,
+    # put in program order and narrowed one at a time, so that a 30-million-op program never
+    # holds more than a few full-width temporaries.
     n_ops = 2 * G + C
     o_rank = np.concatenate([src, dst, crank])
     o_time = np.concatenate([start, arrive, np.full(C, -1, dtype=np.int64)])
     o_ord = np.concatenate([np.ones(G, np.int64), np.zeros(G, np.int64), np.full(C, -1, np.int64)])
-    o_kind = np.concatenate(
-        [
-            np.full(G, int(OpKind.SEND)),
-            np.where(reduce, int(OpKind.RECV_REDUCE), int(OpKind.RECV)),
-            np.full(C, int(OpKind.COPY)),
-        ]
-    )
-    o_peer = np.concatenate([dst, src, np.full(C, -1)])
-    o_sb = np.concatenate([send_src_buf, np.full(G, -1), csb])
-    o_si = np.concatenate([send_src_idx, np.full(G, -1), csi])
-    o_db = np.concatenate([np.full(G, -1), recv_buf, cdb])
-    o_di = np.concatenate([np.full(G, -1), recv_idx, cdi])
-    o_cnt = np.concatenate([np.ones(2 * G, np.int64), ccnt])
-    tag = routes["tag"]
-    o_tag = np.concatenate([tag[route], tag[route], np.zeros(C, np.int64)])
     tkey = (o_time + 1) * 4 + (o_ord + 1)
+    del o_time
     tmax = int(tkey.max()) + 1 if n_ops else 1
     if R * tmax < (1 << 62):
         perm = np.argsort(o_rank * tmax + tkey, kind="stable")
     else:
-        perm = np.lexsort((np.arange(n_ops), o_ord, o_time, o_rank))
-    pos = np.empty(n_ops, dtype=np.int64)
-    pos[perm] = np.arange(n_ops)
+        perm = np.lexsort((np.arange(n_ops), o_ord, tkey, o_rank))
+    del tkey, o_ord
+    pos = np.empty(n_ops, dtype=np.int32)
+    pos[perm] = np.arange(n_ops, dtype=np.int32)
     rank_offsets = np.zeros(R + 1, dtype=np.int64)
     np.cumsum(np.bincount(o_rank, minlength=R), out=rank_offsets[1:])
-    d_op = np.concatenate(dep_op) if dep_op else np.zeros(0, np.int64)
-    d_on = np.concatenate(dep_on) if dep_on else np.zeros(0, np.int64)
-    local_on = pos[d_on] - rank_offsets[o_rank[d_on]]
+    o_rank32 = o_rank.astype(np.int32)
+    scr_top = np.zeros(R, dtype=np.int64)
+
+    tag = routes["tag"]
+    columns = {
+        "kind": _ordered(
+            perm,
+            [
+                np.full(G, int(OpKind.SEND)),
+                np.where(reduce, int(OpKind.RECV_REDUCE), int(OpKind.RECV)),
+                np.full(C, int(OpKind.COPY)),
+            ],
+            np.int8,
+        ),
+        "peer": _ordered(perm, [dst, src, np.full(C, -1)], np.int32),
+        "count": _ordered(perm, [np.ones(2 * G, np.int64), ccnt], np.int32),
+        "tag": _ordered(perm, [tag[route], tag[route], np.zeros(C, np.int64)], np.int32),
+    }
+    for name_, parts in (
+        ("src_buf", [send_src_buf, np.full(G, -1), csb]),
+        ("src_index", [send_src_idx, np.full(G, -1), csi]),
+        ("dst_buf", [np.full(G, -1), recv_buf, cdb]),
+        ("dst_index", [np.full(G, -1), recv_idx, cdi]),
+    ):
+        columns[name_] = _ordered(perm, parts, np.int8 if name_.endswith("buf") else np.int32)
+    # Scratch sizes: the highest scratch slot each rank touches.
+    for b, i in (("src_buf", "src_index"), ("dst_buf", "dst_index")):
+        m = columns[b] == SCR
+        if np.any(m):
+            top = columns[i][m].astype(np.int64) + columns["count"][m]
+            np.maximum.at(scr_top, o_rank[perm[m]], top)
+    d_op = np.concatenate(dep_op) if dep_op else np.zeros(0, np.int32)
+    d_on = np.concatenate(dep_on) if dep_on else np.zeros(0, np.int32)
+    local_on = pos[d_on] - rank_offsets[o_rank32[d_on]].astype(np.int32)
     dep_off, deps = _csr(pos[d_op], local_on, n_ops)
+    del local_on
     # Routes of sends.
     node_off, nodes = routes["node_off"], routes["nodes"]
     rlen = np.zeros(n_ops, dtype=np.int64)
     rlen[pos[:G]] = node_off[route + 1] - node_off[route]
     route_off = np.zeros(n_ops + 1, dtype=np.int64)
     np.cumsum(rlen, out=route_off[1:])
+    del rlen
     sends_sorted = perm[perm < G]  # transfer ids in program order of their sends
     starts = node_off[route[sends_sorted]]
     lens = node_off[route[sends_sorted] + 1] - starts
@@ -294,24 +325,12 @@ def lower(
         int(lens.sum())
     )
     route_nodes = nodes[flat]
-    columns = {
-        "kind": o_kind[perm],
-        "peer": o_peer[perm],
-        "src_buf": o_sb[perm],
-        "src_index": o_si[perm],
-        "dst_buf": o_db[perm],
-        "dst_index": o_di[perm],
-        "count": o_cnt[perm],
-        "tag": o_tag[perm],
-    }
+    del perm, pos, flat, starts, lens, sends_sorted
     sizes_arr = np.zeros((R, 3), dtype=np.int64)
     for r in range(R):
         sizes_arr[r, 0] = c.input_chunks(r)
         sizes_arr[r, 1] = c.output_chunks(r)
-    scr = (o_db == SCR) | (o_sb == SCR)
-    if np.any(scr):
-        top = np.where(o_db == SCR, o_di, o_si) + np.where(o_db == SCR, 1, o_cnt)
-        np.maximum.at(sizes_arr[:, 2], o_rank[scr], top[scr])
+    sizes_arr[:, 2] = scr_top
     program = Program.from_columns(
         c, rank_offsets, columns, dep_off, deps, sizes_arr, route_off, route_nodes, name=name
     )
