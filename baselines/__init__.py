@@ -15,6 +15,12 @@ from __future__ import annotations
 from baselines.base import Baseline, BaselineError, program_name
 from baselines.dbt import DBT_KINDS, dbt_granularity, dbt_program
 from baselines.direct import DIRECT_KINDS, direct_granularity, direct_program
+from baselines.hierarchical import (
+    HIERARCHICAL_KINDS,
+    Scheduler,
+    hierarchical_granularity,
+    hierarchical_program,
+)
 from baselines.order import ring_order
 from baselines.rhd import RHD_KINDS, rhd_granularity, rhd_program
 from baselines.ring import RING_KINDS, ring_granularity, ring_program
@@ -48,6 +54,16 @@ def _rhd(collective: Collective, topology: Topology) -> Program:
 
 def _dbt(collective: Collective, topology: Topology) -> Program:
     return dbt_program(collective, name=program_name("dbt", collective))
+
+
+def _hierarchical(collective: Collective, topology: Topology) -> Program:
+    name = program_name("hierarchical", collective)
+    return hierarchical_program(collective, topology, Scheduler.BASELINE, name=name)
+
+
+def _themis(collective: Collective, topology: Topology) -> Program:
+    name = program_name("themis", collective)
+    return hierarchical_program(collective, topology, Scheduler.THEMIS, name=name)
 
 
 ALGORITHMS: dict[str, Baseline] = {
@@ -92,9 +108,27 @@ ALGORITHMS: dict[str, Baseline] = {
             dbt_granularity,
             _dbt,
         ),
+        Baseline(
+            "hierarchical",
+            "multi-dimensional on a grid topology, every NPU one rank (ASTRA-sim localBWAware): "
+            "reduce-scatter along dims 0..n-1, all-gather back n-1..0; ring on ring/mesh dims, "
+            "direct on fc/switch dims; chunks_per_rank/natural streams pipelined through "
+            "per-dimension queues",
+            HIERARCHICAL_KINDS,
+            hierarchical_granularity,
+            _hierarchical,
+        ),
+        Baseline(
+            "themis",
+            "hierarchical with Themis (offlineGreedy) scheduling: each stream its own dimension "
+            "order, chosen to keep heterogeneous dimensions equally busy",
+            HIERARCHICAL_KINDS,
+            hierarchical_granularity,
+            _themis,
+        ),
     )
 }
-"""Every baseline by name: ring, ring-bidir, direct, rhd, dbt."""
+"""Every baseline by name: ring, ring-bidir, direct, rhd, dbt, hierarchical, themis."""
 
 __all__ = [
     "ALGORITHMS",
@@ -102,6 +136,7 @@ __all__ = [
     "BaselineError",
     "dbt_program",
     "direct_program",
+    "hierarchical_program",
     "rhd_program",
     "ring_order",
     "ring_program",

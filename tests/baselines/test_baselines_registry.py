@@ -18,7 +18,15 @@ RED = CollectiveKind.REDUCE
 
 
 def test_names() -> None:
-    assert list(ALGORITHMS) == ["ring", "ring-bidir", "direct", "rhd", "dbt"]
+    assert list(ALGORITHMS) == [
+        "ring",
+        "ring-bidir",
+        "direct",
+        "rhd",
+        "dbt",
+        "hierarchical",
+        "themis",
+    ]
     for name, entry in ALGORITHMS.items():
         assert isinstance(entry, Baseline)
         assert entry.name == name

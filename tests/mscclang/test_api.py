@@ -309,6 +309,18 @@ def test_custom_collective_that_does_not_deliver_fails_verification() -> None:
     assert err.pos is not None and err.pos.text.startswith("with MSCCLProgram(")
 
 
+@pytest.fixture(autouse=True)
+def _restore_emitter() -> Iterator[None]:
+    """The CLI registers collc's XML writer when imported; each test starts without one and
+    leaves the registration as it found it."""
+    previous = hooks.xml_emitter()
+    hooks.set_xml_emitter(None)
+    try:
+        yield
+    finally:
+        hooks.set_xml_emitter(previous)
+
+
 def test_xml_hook() -> None:
     seen: list[CompiledProgram] = []
 
