@@ -107,6 +107,7 @@ ALGORITHMS: dict[str, Baseline] = {
             DBT_KINDS,
             dbt_granularity,
             _dbt,
+            pipeline_default=16,
         ),
         Baseline(
             "hierarchical",

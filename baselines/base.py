@@ -35,6 +35,9 @@ class Baseline:
     collectives: frozenset[CollectiveKind]
     granularity: Granularity
     generator: Generator
+    pipeline_default: int = 1
+    """The multiple of the natural granularity that the CLI uses unless told otherwise: a
+    tree needs many chunks in flight to fill its pipeline, a ring or direct exchange does not."""
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
         """The natural ``chunks_per_rank`` for ``kind`` over ``num_ranks`` ranks.

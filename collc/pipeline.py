@@ -50,7 +50,7 @@ ProducerFactory = Callable[["Request", Progress | None], Producer]
 
 @dataclass(frozen=True)
 class _Pipelined:
-    """A baseline with each rank's share cut ``factor`` times finer (``--chunks-per-npu``)."""
+    """A baseline at its default pipelining, cut ``factor`` times finer (``--chunks-per-npu``)."""
 
     base: Baseline
     factor: int
@@ -68,7 +68,8 @@ class _Pipelined:
         return self.base.collectives
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
-        return self.base.chunks_per_rank(kind, num_ranks) * self.factor
+        natural = self.base.chunks_per_rank(kind, num_ranks)
+        return natural * self.base.pipeline_default * self.factor
 
     def generate(self, collective: Collective, topology: Topology) -> Program:
         return self.base.generate(collective, topology)
