@@ -118,6 +118,7 @@ ALGORITHMS: dict[str, Baseline] = {
             HIERARCHICAL_KINDS,
             hierarchical_granularity,
             _hierarchical,
+            pipeline_default=8,
         ),
         Baseline(
             "themis",
@@ -126,6 +127,7 @@ ALGORITHMS: dict[str, Baseline] = {
             HIERARCHICAL_KINDS,
             hierarchical_granularity,
             _themis,
+            pipeline_default=8,
         ),
     )
 }
