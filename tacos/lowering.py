@@ -71,16 +71,23 @@ def _ordered(perm: I64, parts: list[I64], dtype: type) -> npt.NDArray[Any]:
     return np.concatenate(parts)[perm].astype(dtype)
 
 
-def _csr(owner: npt.ArrayLike, value: npt.ArrayLike, n: int) -> tuple[I64, I64]:
-    """CSR of the (owner, value) pairs over owners 0..n-1, values sorted, duplicates dropped."""
+def _csr(owner: npt.ArrayLike, value: npt.ArrayLike, n: int) -> tuple[I64, npt.NDArray[Any]]:
+    """CSR of the (owner, value) pairs over owners 0..n-1, values sorted, duplicates dropped.
+
+    Values come back as int32 when they fit (op ids of tens of millions of ops do).
+    """
     owner = np.asarray(owner, dtype=np.int64)
     value = np.asarray(value, dtype=np.int64)
     width = int(max(int(value.max()) + 1, 1)) if len(value) else 1
     if len(owner) and n * width < (1 << 62):
-        key = np.sort(owner * width + value)
+        key = owner * width
+        key += value
+        del owner, value
+        key.sort()
         if len(key) > 1:
             key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        owner, value = key // width, key % width
+        owner, value = np.divmod(key, width)
+        del key
     else:
         order = np.lexsort((value, owner))
         owner, value = owner[order], value[order]
@@ -90,6 +97,8 @@ def _csr(owner: npt.ArrayLike, value: npt.ArrayLike, n: int) -> tuple[I64, I64]:
             owner, value = owner[keep], value[keep]
     off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=n), out=off[1:])
+    if width <= np.iinfo(np.int32).max:
+        return off, value.astype(np.int32)
     return off, value
 
 
@@ -115,6 +124,7 @@ def lower(
         for k in ("chunk", "src", "dst", "route")
     }
     X, src, dst, route = cols["chunk"], cols["src"], cols["dst"], cols["route"]
+    del cols
     start = np.concatenate([p.transfers["start"] + p.shift for p in phases])
     arrive = start + dur[route]
     G = len(X)
@@ -236,6 +246,7 @@ def lower(
         op = np.where(tg & 1, tg >> 1, G + (tg >> 1))
         add(g[need_t], op[need_t])
 
+    del timing_ops, chain, lk, order, same, X
     # Initial copies of the collective (not in place).
     if not c.inplace:
         init = _initial_copies(c)
@@ -300,6 +311,9 @@ def lower(
         ("dst_index", [np.full(G, -1), recv_idx, cdi]),
     ):
         columns[name_] = _ordered(perm, parts, np.int8 if name_.endswith("buf") else np.int32)
+    # Big per-transfer arrays are dropped as soon as their last use is behind: at tens of
+    # millions of operations every full-width array costs hundreds of megabytes.
+    del send_src_buf, send_src_idx, recv_buf, recv_idx, csb, csi, cdb, cdi, crank, copies
     # Scratch sizes: the highest scratch slot each rank touches.
     for b, i in (("src_buf", "src_index"), ("dst_buf", "dst_index")):
         m = columns[b] == SCR
@@ -308,6 +322,7 @@ def lower(
             np.maximum.at(scr_top, o_rank[perm[m]], top)
     d_op = np.concatenate(dep_op) if dep_op else np.zeros(0, np.int32)
     d_on = np.concatenate(dep_on) if dep_on else np.zeros(0, np.int32)
+    del dep_op[:], dep_on[:]
     local_on = pos[d_on] - rank_offsets[o_rank32[d_on]].astype(np.int32)
     dep_off, deps = _csr(pos[d_op], local_on, n_ops)
     del local_on
