@@ -1,6 +1,8 @@
 """Ring all-reduce, in place: a reduce-scatter then an all-gather around the ring.
 
-    collc compile examples/allreduce_ring.py -o out/ring -- 8 --channels 2
+    collc compile examples/allreduce_ring.py -o out/ring -- 8 1 --channels 2
+
+The arguments are upstream's: the number of GPUs, then the number of instances.
 
 Each channel owns ``size`` chunks; chunk ``r`` of a channel is summed on its way from rank
 r + 1 around to rank r, which then passes the total on around the ring.
@@ -37,7 +39,7 @@ def allreduce_ring(size, channels, instances, protocol):
 parser = argparse.ArgumentParser(description="ring all-reduce")
 parser.add_argument("num_gpus", type=int, nargs="?", default=8, help="number of gpus")
 parser.add_argument("--channels", type=int, default=1, help="rings running side by side")
-parser.add_argument("--instances", type=int, default=1, help="number of instances")
+parser.add_argument("instances", type=int, nargs="?", default=1, help="number of instances")
 parser.add_argument(
     "--protocol", type=str, default="Simple", choices=["Simple", "LL", "LL128"], help="protocol"
 )

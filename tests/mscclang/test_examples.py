@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).parent / "golden"
 CASES: list[tuple[str, tuple[str, ...], str]] = [
     (p.stem, (), p.stem) for p in sorted(EXAMPLES.glob("*.py"))
 ] + [
-    ("allreduce_ring", ("4", "--instances", "2", "--channels", "2"), "allreduce_ring_4_i2_c2"),
+    ("allreduce_ring", ("4", "2", "--channels", "2"), "allreduce_ring_4_i2_c2"),
     ("allgather_ring", ("3", "--inplace"), "allgather_ring_3_inplace"),
     ("hierarchical_allreduce", ("2", "2"), "hierarchical_allreduce_2x2"),
     ("alltonext", ("3", "2"), "alltonext_3x2"),
@@ -49,7 +49,7 @@ def test_example_golden(example: str, argv: tuple[str, ...], golden: str) -> Non
 
 def test_example_options() -> None:
     compiled = compile_file(
-        EXAMPLES / "allreduce_ring.py", ["4", "--instances", "2", "--protocol", "LL128"]
+        EXAMPLES / "allreduce_ring.py", ["4", "2", "--protocol", "LL128"]
     )
     assert compiled.name == "allreduce_ring_4x1"
     assert compiled.options == {
