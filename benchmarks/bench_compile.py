@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     text = EXAMPLE.read_text()
-    argv = [str(args.ranks), "--instances", str(args.instances)]
+    argv = [str(args.ranks), str(args.instances)]
     best = float("inf")
     compiled = None
     for _ in range(args.repeat):
