@@ -167,15 +167,22 @@ class TaskGraph:
             if cross.any():
                 t = int(owner[np.flatnonzero(cross)[0]])
                 raise SimError(f"{self.describe(t)}: a dependency names a task of another rank")
-        for t in np.flatnonzero(np.diff(self.route_offsets) > 0).tolist():
-            path = self.route_nodes[self.route_offsets[t] : self.route_offsets[t + 1]]
-            if self.kind[t] != TaskKind.SEND:
-                raise SimError(f"{self.describe(t)}: only a send may carry a route")
-            src, dst = self.npus[int(rank[t])], self.npus[int(self.peer[t])]
-            if int(path[0]) != src or int(path[-1]) != dst:
+        routed = np.flatnonzero(np.diff(self.route_offsets) > 0)
+        if routed.size:
+            bad = routed[self.kind[routed] != TaskKind.SEND]
+            if bad.size:
+                raise SimError(f"{self.describe(int(bad[0]))}: only a send may carry a route")
+            npus = np.asarray(self.npus, dtype=np.int64)
+            first = self.route_nodes[self.route_offsets[routed]]
+            last = self.route_nodes[self.route_offsets[routed + 1] - 1]
+            src, dst = npus[rank[routed]], npus[self.peer[routed]]
+            wrong = np.flatnonzero((first != src) | (last != dst))
+            if wrong.size:
+                i = int(wrong[0])
+                t = int(routed[i])
                 raise SimError(
-                    f"{self.describe(t)}: its route hint runs {int(path[0])}..{int(path[-1])}, "
-                    f"not from NPU {src} to NPU {dst}"
+                    f"{self.describe(t)}: its route hint runs {int(first[i])}..{int(last[i])}, "
+                    f"not from NPU {int(src[i])} to NPU {int(dst[i])}"
                 )
 
     def successors(self) -> tuple[I64, I64]:
