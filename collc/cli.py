@@ -26,13 +26,6 @@ from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
 
 
-class _Failed(Exception):
-    """A failure already reported; carries the exit status."""
-
-    def __init__(self, status: int) -> None:
-        self.status = status
-
-
 def _report(err: CollcError) -> None:
     click.echo(f"collc: error: {err}", err=True)
     caret = err.caret()
@@ -52,8 +45,12 @@ class _Group(click.Group):
         except CollcError as err:
             _report(err)
             ctx.exit(2)
-        except _Failed as f:
-            ctx.exit(f.status)
+        except OSError as err:
+            # A file or folder the command cannot read or write (a missing parent, no
+            # permission, a full disk): the user's input, not a bug.
+            where = f"{err.filename}: " if err.filename else ""
+            click.echo(f"collc: error: {where}{err.strerror or err}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             click.echo("collc: interrupted", err=True)
             ctx.exit(130)

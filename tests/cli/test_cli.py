@@ -344,3 +344,14 @@ def test_export_astra_sim_refuses_failed_links(tmp_path: Path) -> None:
     )
     assert res.exit_code == 2 and "failed links" in res.output
     assert not (tmp_path / "a").exists()
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    res = CliRunner().invoke(
+        cli, ["synthesize", "-t", "ring:4", "-c", "allreduce", "-o", str(blocker / "out")]
+    )
+    assert res.exit_code == 2
+    assert res.output.startswith("collc: error: ") and "Traceback" not in res.output
+    assert blocker.read_text() == "not a folder"
