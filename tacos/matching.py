@@ -11,7 +11,9 @@ A chunk is a candidate only after it has fully arrived at ``u`` (``has`` is upda
 events), and a chunk already travelling to ``v`` is not offered again, so every (chunk, rank)
 pair is received exactly once. Chunks are Python integers used as bitsets; the pick among
 candidates is seeded random with a preference for chunks that the other in-neighbours of ``v``
-cannot deliver sooner (heterogeneous links) and for chunks few ranks hold.
+cannot deliver sooner (heterogeneous links) or do not hold at all (homogeneous links: only this
+link can bring them now, so ``v``'s last chunks do not end up queued on one in-link), then for
+chunks few ranks hold.
 
 Sends start only at event times of their sender: the arrival of a chunk there or the end of one
 of its sends. So every start time is the completion time of an operation of the sending rank,
@@ -108,6 +110,15 @@ def spread(
     ch_link0 = [tm.hops[0][0] for tm in timing]
     near = _fast_neighbourhood(R, channels, ch_dur) if hetero else [()] * len(channels)
     ch_ser0 = [tm.hops[0][2] for tm in timing]
+    # Homogeneous links: for each channel u -> v, the other ranks with a channel into v (none
+    # past a small in-degree, e.g. behind a switch, where the test costs more than it helps).
+    rivals: list[tuple[int, ...]] = [()] * len(channels)
+    if not hetero and sink < 0:
+        srcs_into = [sorted({ch_src[e] for e in into[v]}) for v in range(R)]
+        rivals = [
+            tuple(w for w in srcs_into[c.dst] if w != c.src) if len(srcs_into[c.dst]) <= 8 else ()
+            for c in channels
+        ]
 
     busy = [0] * (max_link + 1)
     has = [0] * R
@@ -207,6 +218,13 @@ def spread(
                             rest = cand & ~m
                             if rest:
                                 cand = rest
+                    elif rivals[ch]:
+                        m = 0
+                        for w in rivals[ch]:
+                            m |= has[w]
+                        rest = cand & ~m
+                        if rest:
+                            cand = rest
                     if rarity is not None:
                         cand = rarity.rarest(cand)
                     r = int(rand() * K)

@@ -76,3 +76,14 @@ def test_bound_errors() -> None:
         lower_bounds(CollectiveKind.BROADCAST, t, M, root=5)
     with pytest.raises(TacosError, match="chunks"):
         lower_bounds(CollectiveKind.ALLGATHER, t, M, chunks_per_npu=0)
+
+
+def test_torus_allgather_within_one_step_of_bound() -> None:
+    # Every NPU takes N-1 chunks through its 4 in-links: the greedy must keep them all busy.
+    for spec in ("torus:8x8", "torus:12x12", "torus:16x8"):
+        t = parse_topology(spec)
+        n = t.num_npus
+        syn = synthesize(collective(CollectiveKind.ALLGATHER, n, 1), t, M / n)
+        b = lower_bounds(CollectiveKind.ALLGATHER, t, M)
+        step = A + M / n / B
+        assert syn.estimated_ns <= b.best[1] + step + 1e-6, (spec, syn.estimated_ns, b.best)
