@@ -20,17 +20,20 @@ Rules (all from `topologies.cost_model`, whose methods give every number):
 
 Link requests are handled in time order, so a link serves them FIFO knowing only when it
 becomes free. Its arrivals at the far end then come in the order it served them: each link
-keeps them in a FIFO and the heap holds only each link's earliest arrival (and sends ready
-later), so each hop costs one small-heap operation. Everything else (completions, issues)
-propagates through dependencies without events, because no finish time is ever before the
-current time.
+keeps them in a FIFO and the event queue holds only each link's earliest arrival (and sends
+ready later). The queue is a heap of distinct times, each with its events in the order they
+were queued, so events sharing a time cost one heap operation in all. Everything else
+(completions, issues) propagates through dependencies without events, because no finish
+time is ever before the current time.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,42 +115,63 @@ def message_routes(graph: TaskGraph, topology: Topology) -> list[tuple[int, ...]
     a hint crosses a missing link or when there is no route.
     """
     n = graph.num_tasks
-    out: list[tuple[int, ...]] = [()] * n
     sends = np.flatnonzero(graph.kind == TaskKind.SEND)
     if sends.size == 0:
-        return out
+        return [()] * n
+    # Every distinct route once in `table`; per task, its index there (the last: no route).
+    table: list[tuple[int, ...]] = []
+    idx = np.full(n, -1, dtype=np.int64)
     npus = np.asarray(graph.npus, dtype=np.int64)
     src = npus[graph.task_rank()[sends]]
     dst = npus[graph.peer[sends]]
     hinted = np.diff(graph.route_offsets)[sends] > 0
     plain = sends[~hinted]
+    nn = topology.num_nodes
     if plain.size:
-        nn = topology.num_nodes
         code = src[~hinted] * nn + dst[~hinted]
         pairs, inverse = np.unique(code, return_inverse=True)
         table = route_link_table(topology, [divmod(c, nn) for c in pairs.tolist()])
-        for t, i in zip(plain.tolist(), inverse.reshape(-1).tolist(), strict=True):
-            out[t] = table[i]
-    cache: dict[tuple[int, ...], tuple[int, ...]] = {}
-    best = best_links(topology)
-    for t in sends[hinted].tolist():
-        path = tuple(
-            graph.route_nodes[graph.route_offsets[t] : graph.route_offsets[t + 1]].tolist()
-        )
-        links = cache.get(path)
-        if links is None:
-            chosen = []
-            for u, v in itertools.pairwise(path):
-                li = best.get((u, v))
-                if li is None:
-                    raise SimError(
-                        f"{graph.describe(t)}: its route hint crosses {u}>{v}, a link the "
-                        f"topology does not have"
-                    )
-                chosen.append(li)
-            links = tuple(chosen)
-            cache[path] = links
-        out[t] = links
+        idx[plain] = inverse.reshape(-1)
+    hs = sends[hinted]
+    if hs.size:
+        best = best_links(topology)
+        starts = graph.route_offsets[hs]
+        lens = graph.route_offsets[hs + 1] - starts
+        bad: tuple[int, int, int] | None = None  # (task, u, v): the first task, its first gap
+        for length in np.unique(lens).tolist():
+            sel = lens == length
+            ts = hs[sel]
+            paths = graph.route_nodes[starts[sel][:, None] + np.arange(length)]
+            if nn**length < 1 << 62 and paths.min() >= 0 and paths.max() < nn:
+                key = paths @ (nn ** np.arange(length - 1, -1, -1, dtype=np.int64))
+                _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+            else:
+                _, first, inv = np.unique(paths, axis=0, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+            base = len(table)
+            for j, path in enumerate(paths[first].tolist()):
+                chosen = []
+                for u, v in itertools.pairwise(path):
+                    li = best.get((u, v))
+                    if li is None:
+                        t = int(ts[np.flatnonzero(inv == j)[0]])
+                        if bad is None or t < bad[0]:
+                            bad = (t, u, v)
+                        break
+                    chosen.append(li)
+                table.append(tuple(chosen))
+            idx[ts] = base + inv
+        if bad is not None:
+            t, u, v = bad
+            raise SimError(
+                f"{graph.describe(t)}: its route hint crosses {u}>{v}, a link the "
+                f"topology does not have"
+            )
+    tab = np.empty(len(table) + 1, dtype=object)
+    for i, links in enumerate(table):
+        tab[i] = links
+    tab[-1] = ()
+    out: list[tuple[int, ...]] = tab[idx].tolist()
     return out
 
 
@@ -203,8 +227,18 @@ def roots(graph: TaskGraph) -> list[int]:
     return np.flatnonzero(np.diff(graph.dep_offsets) == 0).tolist()
 
 
+def int_array(a: npt.ArrayLike) -> array[int]:
+    """A flat array of int64 (compact, unlike a list of ints)."""
+    return array("q", np.ascontiguousarray(a, dtype=np.int64).tobytes())
+
+
+def float_array(a: npt.ArrayLike) -> array[float]:
+    """A flat array of float64 (compact, unlike a list of floats)."""
+    return array("d", np.ascontiguousarray(a, dtype=np.float64).tobytes())
+
+
 def deadlock(
-    graph: TaskGraph, finish: list[float], remaining: list[int], waiting: list[bool]
+    graph: TaskGraph, finish: Sequence[float], remaining: Sequence[int], waiting: Sequence[int]
 ) -> SimError:
     """The error for a run that stopped with tasks unfinished, naming the first one."""
     left = [t for t, f in enumerate(finish) if f < 0]
@@ -234,18 +268,27 @@ def run_congestion(
     Implementation: finish times propagate through dependencies as soon as they are known
     (they never lie before the current time); only link requests wait for their time. Each
     link keeps its pending arrivals in a FIFO (arrivals on a link come in the order the link
-    served them), and the global heap holds each link's earliest arrival plus the sends that
-    become ready later. Ties in the heap go by sequence number.
+    served them), and the global event queue holds each link's earliest arrival plus the sends
+    that become ready later. Events at the same time go in the order they were queued (their
+    sequence number).
     """
     n = graph.num_tasks
-    partner = graph.partners().tolist()
-    kind = graph.kind.tolist()
-    nbytes = graph.nbytes.tolist()
-    dur = graph.duration_ns.tolist()
+    # Per-task columns as flat arrays: the loop below reads them in no particular order, and
+    # compact storage keeps that cheap for large graphs.
+    partner = int_array(graph.partners())
+    kind = array("b", np.ascontiguousarray(graph.kind, dtype=np.int8).tobytes())
+    nbytes = int_array(graph.nbytes)
+    dur = float_array(graph.duration_ns)
     so_arr, succ_arr = graph.successors()
-    so = so_arr.tolist()
-    succ = succ_arr.tolist()
-    remaining = np.diff(graph.dep_offsets).tolist()
+    so = int_array(so_arr)
+    succ = int_array(succ_arr)
+    # Per task, its successor when it has exactly one (most do), -1 with none, -2 with more.
+    nsucc = np.diff(so_arr)
+    one_np = np.where(nsucc == 0, -1, -2)
+    has_one = np.flatnonzero(nsucc == 1)
+    one_np[has_one] = succ_arr[so_arr[has_one]]
+    one = int_array(one_np)
+    remaining = int_array(np.diff(graph.dep_offsets))
     routes = message_routes(graph, topology)
     hop_costs = HopCosts(topology, cost)
     rows = hop_costs.rows
@@ -256,11 +299,11 @@ def run_congestion(
     free = [0.0] * nlinks
     busy = [0.0] * nlinks
     lq: list[deque[tuple[float, int]]] = [deque() for _ in range(nlinks)]
-    ready = [0.0] * n
-    finish = [-1.0] * n
-    arrived = [-1.0] * n  # per receive: when its message arrived
-    waiting = [False] * n
-    hop_at = [0] * n
+    ready = float_array(np.zeros(n))
+    finish = float_array(np.full(n, -1.0))
+    arrived = float_array(np.full(n, -1.0))  # per receive: when its message arrived
+    waiting = bytearray(n)  # per receive: issued, its message not yet arrived
+    hop_at = int_array(np.zeros(n, dtype=np.int64))
     m_rows: list[tuple[Costs, Costs] | None] = [None] * n
     pk_msg: list[int] = []
     pk_hop: list[int] = []
@@ -272,15 +315,19 @@ def run_congestion(
     rec_task: list[int] = []
     keep = keep_records
 
-    # Heap entries (time, seq, code): code = link << 2 (the head of that link's FIFO),
-    # task << 2 | 1 (a send becomes ready), event << 2 | 2 (an arrival out of FIFO order).
-    # Arrival events: message << 2 or packet << 2 | 1, plus 2 when it is the last hop.
-    heap: list[tuple[float, int, int]] = []
+    # Pending events, in (time, sequence) order: a heap of the distinct times, and per time
+    # the codes of its events in the order they were pushed (the sequence order). Codes:
+    # link << 2 (the head of that link's FIFO), task << 2 | 1 (a send becomes ready),
+    # event << 2 | 2 (an arrival out of FIFO order). Arrival events: message << 2 or
+    # packet << 2 | 1, plus 2 when it is the last hop.
+    times: list[float] = []
+    buckets: dict[float, list[int]] = {}
     push = heapq.heappush
     pop = heapq.heappop
-    replace = heapq.heapreplace
-    seq = 0  # every heap entry is popped once: the event count in the end
+    seq = 0  # every event is handled once: the event count in the end
     now = 0.0
+    bucket: list[int] = []  # the events at `now`, handled up to index `bi`
+    bi = 0
     # Work at `now`: e >= 0 issues task e at ready[e] (the latest finish among its
     # dependencies, which is its issue time); ~t propagates finish[t].
     work: list[int] = roots(graph)
@@ -290,13 +337,22 @@ def run_congestion(
             if e < 0:
                 t = ~e
                 f = finish[t]
-                for d in succ[so[t] : so[t + 1]]:
+                d = one[t]
+                if d >= 0:
                     if ready[d] < f:
                         ready[d] = f
                     r = remaining[d] - 1
                     remaining[d] = r
                     if r == 0:
                         work.append(d)
+                elif d == -2:
+                    for d in succ[so[t] : so[t + 1]]:
+                        if ready[d] < f:
+                            ready[d] = f
+                        r = remaining[d] - 1
+                        remaining[d] = r
+                        if r == 0:
+                            work.append(d)
                 continue
             at = ready[e]  # = its issue time
             k = kind[e]
@@ -306,14 +362,19 @@ def run_congestion(
                     finish[e] = (a if a > at else at) + dur[e]
                     work.append(~e)
                 else:
-                    waiting[e] = True
+                    waiting[e] = 1
                 continue
             if k != _SEND:
                 finish[e] = at + dur[e]
                 work.append(~e)
                 continue
             if at > now:
-                push(heap, (at, seq, (e << 2) | 1))
+                bk = buckets.get(at)
+                if bk is None:
+                    buckets[at] = [(e << 2) | 1]
+                    push(times, at)
+                else:
+                    bk.append((e << 2) | 1)
                 seq += 1
                 continue
             # Put the message on its first link.
@@ -325,7 +386,7 @@ def run_congestion(
                 r = partner[e]
                 arrived[r] = now
                 if waiting[r]:
-                    waiting[r] = False
+                    waiting[r] = 0
                     finish[r] = (ready[r] if ready[r] > now else now) + dur[r]
                     work.append(~r)
                 continue
@@ -359,12 +420,22 @@ def run_congestion(
                     code = (pid << 2) | last | 1
                     if not q:
                         q.append((arr, code))
-                        push(heap, (arr, seq, li << 2))
+                        bk = buckets.get(arr)
+                        if bk is None:
+                            buckets[arr] = [li << 2]
+                            push(times, arr)
+                        else:
+                            bk.append(li << 2)
                         seq += 1
                     elif arr >= q[-1][0]:
                         q.append((arr, code))
                     else:
-                        push(heap, (arr, seq, (code << 2) | 2))
+                        bk = buckets.get(arr)
+                        if bk is None:
+                            buckets[arr] = [(code << 2) | 2]
+                            push(times, arr)
+                        else:
+                            bk.append((code << 2) | 2)
                         seq += 1
             else:
                 mr = full_rows.get(b) or rows(b, rt)
@@ -386,37 +457,56 @@ def run_congestion(
                 code = (e << 2) | last
                 if not q:
                     q.append((arr, code))
-                    push(heap, (arr, seq, li << 2))
+                    bk = buckets.get(arr)
+                    if bk is None:
+                        buckets[arr] = [li << 2]
+                        push(times, arr)
+                    else:
+                        bk.append(li << 2)
                     seq += 1
                 elif arr >= q[-1][0]:
                     q.append((arr, code))
                 else:
-                    push(heap, (arr, seq, (code << 2) | 2))
+                    bk = buckets.get(arr)
+                    if bk is None:
+                        buckets[arr] = [(code << 2) | 2]
+                        push(times, arr)
+                    else:
+                        bk.append((code << 2) | 2)
                     seq += 1
             finish[e] = end
-            if so[e + 1] != so[e]:
+            if one[e] != -1:
                 work.append(~e)
         work.clear()
-        if not heap:
-            break
-        now, _, hc = heap[0]
+        if bi == len(bucket):
+            if bucket:
+                del buckets[now]
+            if not times:
+                break
+            now = pop(times)
+            bucket = buckets[now]
+            bi = 0
+        hc = bucket[bi]
+        bi += 1
         how = hc & 3
         if how == 0:
             q = lq[hc >> 2]
             code = q.popleft()[1]
             if q:
-                replace(heap, (q[0][0], seq, hc))
+                a = q[0][0]
+                bk = buckets.get(a)
+                if bk is None:
+                    buckets[a] = [hc]
+                    push(times, a)
+                else:
+                    bk.append(hc)
                 seq += 1
-            else:
-                pop(heap)
         elif how == 1:
-            pop(heap)
             t = hc >> 2
             ready[t] = now
             work.append(t)
             continue
         else:
-            pop(heap)
             code = hc >> 2
         # An arrival at the far end of a hop: delivery after the last hop, else the next hop.
         if code & 2:
@@ -431,10 +521,26 @@ def run_congestion(
             r = partner[m]
             arrived[r] = now
             if waiting[r]:
-                waiting[r] = False
-                finish[r] = (ready[r] if ready[r] > now else now) + dur[r]
-                if so[r + 1] != so[r]:
-                    work.append(~r)
+                waiting[r] = 0
+                f = (ready[r] if ready[r] > now else now) + dur[r]
+                finish[r] = f
+                # Propagate at once: the work list is empty, so this is its first item.
+                d = one[r]
+                if d >= 0:
+                    if ready[d] < f:
+                        ready[d] = f
+                    x = remaining[d] - 1
+                    remaining[d] = x
+                    if x == 0:
+                        work.append(d)
+                elif d == -2:
+                    for d in succ[so[r] : so[r + 1]]:
+                        if ready[d] < f:
+                            ready[d] = f
+                        x = remaining[d] - 1
+                        remaining[d] = x
+                        if x == 0:
+                            work.append(d)
             continue
         if code & 1:
             pid = code >> 2
@@ -466,15 +572,26 @@ def run_congestion(
         q = lq[li]
         if not q:
             q.append((arr, code))
-            push(heap, (arr, seq, li << 2))
+            bk = buckets.get(arr)
+            if bk is None:
+                buckets[arr] = [li << 2]
+                push(times, arr)
+            else:
+                bk.append(li << 2)
             seq += 1
         elif arr >= q[-1][0]:
             q.append((arr, code))
         else:
-            push(heap, (arr, seq, (code << 2) | 2))
+            bk = buckets.get(arr)
+            if bk is None:
+                buckets[arr] = [(code << 2) | 2]
+                push(times, arr)
+            else:
+                bk.append((code << 2) | 2)
             seq += 1
 
-    if n and min(finish) < 0.0:
+    finish_ns = np.frombuffer(finish, dtype=np.float64).copy()
+    if n and finish_ns.min() < 0.0:
         raise deadlock(graph, finish, remaining, waiting)
     records = None
     if keep:
@@ -492,8 +609,8 @@ def run_congestion(
     if pb:
         notes.append(f"messages cut into packets of {pb} B; hops pipeline packet by packet")
     return EngineRun(
-        issue_ns=np.array(ready, dtype=np.float64),
-        finish_ns=np.array(finish, dtype=np.float64),
+        issue_ns=np.frombuffer(ready, dtype=np.float64).copy(),
+        finish_ns=finish_ns,
         link_busy_ns=np.array(busy, dtype=np.float64),
         messages=int(sends.sum()),
         hops=int(route_len.sum()),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from backends.sim import TaskGraph, TaskKind, simulate, simulate_tasks
+from backends.sim.errors import SimError
 from backends.sim.tasks import Detail
 from chakra_ir.verify import verify
 from tests.sim.helpers import (
@@ -208,3 +209,37 @@ def test_arrivals_out_of_link_order() -> None:
     assert r.finish_ns == pytest.approx(2040.0)
     assert r.timeline is not None
     assert list(r.timeline.finish_ns) == pytest.approx([40.0, 60.0, 2040.0, 1060.0])
+
+
+def hinted_graph(hints: list[tuple[int, ...]]) -> TaskGraph:
+    """`stream_graph` of 1000-byte messages, send i following ``hints[i]`` (() for none)."""
+    g = stream_graph([1000] * len(hints))
+    lens = [len(h) for h in hints] + [0] * len(hints)
+    g.route_offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    g.route_nodes = np.array([v for h in hints for v in h], dtype=np.int64)
+    return g
+
+
+def test_route_hints_of_mixed_lengths() -> None:
+    # On ring:4, 0 -> 1 directly, the long way 0>3>2>1, and by topology.route: 5 hops.
+    g = hinted_graph([(0, 1), (0, 3, 2, 1), ()])
+    r = simulate_tasks(g, topo("ring:4,bw=50GB/s,lat=500ns"))
+    assert r.hops == 5
+    assert r.finish_ns == pytest.approx(3 * 520.0)
+
+
+def test_bad_route_hint_names_the_first_task() -> None:
+    # Sends 1 and 2 both cross a missing link; the error names send 1 and its first gap.
+    g = hinted_graph([(0, 1), (0, 3, 2, 0, 1), (0, 2, 1)])
+    with pytest.raises(SimError, match=r"op 1 .*crosses 2>0"):
+        simulate_tasks(g, topo("ring:4,bw=50GB/s,lat=500ns"))
+
+
+def test_route_hint_through_a_node_the_topology_lacks() -> None:
+    g = hinted_graph([(0, 1, 1), (0, 5, 1)])
+    with pytest.raises(SimError, match=r"op 0 .*crosses 1>1"):
+        simulate_tasks(g, topo("ring:4,bw=50GB/s,lat=500ns"))
+    # Node 6 is not on ring:4: the second hint must not pass for the first (0>3>2>1).
+    g = hinted_graph([(0, 3, 2, 1), (0, 2, 6, 1)])
+    with pytest.raises(SimError, match=r"op 1 .*crosses 0>2"):
+        simulate_tasks(g, topo("ring:4,bw=50GB/s,lat=500ns"))
