@@ -48,9 +48,7 @@ def test_example_golden(example: str, argv: tuple[str, ...], golden: str) -> Non
 
 
 def test_example_options() -> None:
-    compiled = compile_file(
-        EXAMPLES / "allreduce_ring.py", ["4", "2", "--protocol", "LL128"]
-    )
+    compiled = compile_file(EXAMPLES / "allreduce_ring.py", ["4", "2", "--protocol", "LL128"])
     assert compiled.name == "allreduce_ring_4x1"
     assert compiled.options == {
         "protocol": "LL128",
