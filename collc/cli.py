@@ -17,6 +17,7 @@ import click
 
 from backends.sim import MODELS as SIM_MODELS
 from chakra_ir.collective import CollectiveKind, parse_collective_kind
+from chakra_ir.outdir import MANIFEST
 from chakra_ir.text import format_program
 from chakra_ir.verify import VerifyError
 from collc import pipeline
@@ -278,7 +279,35 @@ def bounds(
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
 def verify_cmd(folder: Path, as_json: bool) -> None:
-    """Check an output folder's program: exit 0 if correct, 1 if wrong, 2 if unreadable."""
+    """Check an output folder's program: exit 0 if correct, 1 if wrong, 2 if unreadable.
+
+    A folder of ET files from another tool (no manifest) gets the checks that need no collc
+    attributes: structure and progress.
+    """
+    if folder.is_dir() and not (folder / MANIFEST).exists() and any(folder.glob("*.et")):
+        checked = pipeline.verify_foreign(folder)
+        if isinstance(checked, pipeline.ForeignReport):
+            note = "semantics not checkable: the files carry no collc attributes"
+            nodes = f"{checked.tasks} nodes"
+        else:
+            note, nodes = "no manifest", f"{checked.operations} operations"
+        fdata = {
+            "folder": str(folder),
+            "ok": True,
+            "ranks": checked.ranks,
+            "messages": checked.messages,
+            "checks": list(checked.checks),
+            "note": note,
+        }
+        _emit(
+            as_json,
+            fdata,
+            lambda: click.echo(
+                f"{folder}: ok: {checked.ranks} ranks, {nodes}, {checked.messages} messages "
+                f"({', '.join(checked.checks)}; {note})"
+            ),
+        )
+        return
     manifest, program, report = pipeline.load(folder)
     assert report is not None
     data = {

@@ -12,15 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from backends.sim import MODELS as SIM_MODELS
-from backends.sim import SimResult, simulate, simulate_et
+from backends.sim import (
+    SimError,
+    SimResult,
+    TaskKind,
+    simulate,
+    simulate_et,
+    simulate_tasks,
+    tasks_from_et,
+)
 from baselines import ALGORITHMS as BASELINES
 from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
-from chakra_ir.et import read_et_folder
+from chakra_ir.et import program_from_traces, read_et_folder
 from chakra_ir.outdir import MANIFEST, Manifest, chunk_bytes_for, read_output, write_output
 from chakra_ir.program import Program
-from chakra_ir.verify import VerifyReport, verify, verify_routes
+from chakra_ir.verify import VerifyError, VerifyReport, verify, verify_routes
 from tacos import Tacos
 from tacos.bounds import Bounds, lower_bounds
 from topologies import Topology, parse_topology
@@ -376,6 +386,43 @@ def topology_of(manifest: Manifest, override: str | None, *, force: bool = False
             "(pass --force to use it anyway)"
         )
     return given
+
+
+@dataclass(frozen=True)
+class ForeignReport:
+    """What `verify_foreign` could check of another tool's ET files."""
+
+    ranks: int
+    tasks: int
+    messages: int
+    checks: tuple[str, ...] = ("structure", "progress")
+
+
+def verify_foreign(folder: Path) -> ForeignReport | VerifyReport:
+    """Check a folder of ET files that has no manifest.
+
+    Files that carry collc's attributes decode to a Program, which gets every check. Other
+    tools' files get the checks that need no meaning: structure (every file parses,
+    dependencies name nodes of the same file, every send has its receive, matched by source,
+    destination, tag and size in order) and progress (run with unbounded bandwidth on a fully
+    connected network, every node finishes). Their semantics cannot be checked: they do not
+    say which chunk is where. A deadlock raises VerifyError (the program is wrong).
+    """
+    traces = read_et_folder(folder)
+    if traces and "collc_collective" in traces[0].metadata:
+        return verify(program_from_traces(traces))
+    graph = tasks_from_et(traces)
+    graph.validate()
+    graph.partners()
+    n = graph.num_ranks
+    try:
+        simulate_tasks(graph, parse_topology(f"fc:{max(n, 2)}"), model="analytical")
+    except SimError as e:
+        if e.message.startswith("deadlock"):
+            raise VerifyError("progress", e.message) from None
+        raise
+    sends = int(np.count_nonzero(graph.kind == TaskKind.SEND))
+    return ForeignReport(n, graph.num_tasks, sends)
 
 
 @dataclass(frozen=True)

@@ -355,3 +355,69 @@ def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.output.startswith("collc: error: ") and "Traceback" not in res.output
     assert blocker.read_text() == "not a folder"
+
+
+def _foreign_et(folder: Path, *, deadlock: bool) -> None:
+    """Two ranks exchanging one message each, as another tool would write them (no collc
+    attributes); with ``deadlock`` both receive before they send."""
+    from chakra_ir.et import et_def_pb2 as pb
+
+    def frame(msg: object) -> bytes:
+        body = msg.SerializeToString()  # type: ignore[attr-defined]
+        n, head = len(body), bytearray()
+        while True:
+            head.append((n & 0x7F) | (0x80 if n >> 7 else 0))
+            n >>= 7
+            if not n:
+                return bytes(head) + body
+
+    def node(i: int, kind: int, src: int, dst: int, deps: list[int]) -> object:
+        n = pb.Node(id=i, name="send" if kind == pb.COMM_SEND_NODE else "recv", type=kind)
+        n.data_deps.extend(deps)
+        for name, field, value in (
+            ("is_cpu_op", "bool_val", False),
+            ("comm_src", "int32_val", src),
+            ("comm_dst", "int32_val", dst),
+            ("comm_size", "int64_val", 1024),
+            ("comm_tag", "int32_val", 0),
+        ):
+            a = n.attr.add()
+            a.name = name
+            setattr(a, field, value)
+        return n
+
+    folder.mkdir()
+    for r in range(2):
+        other = 1 - r
+        if deadlock:
+            nodes = [
+                node(1, pb.COMM_RECV_NODE, other, r, []),
+                node(2, pb.COMM_SEND_NODE, r, other, [1]),
+            ]
+        else:
+            nodes = [
+                node(1, pb.COMM_SEND_NODE, r, other, []),
+                node(2, pb.COMM_RECV_NODE, other, r, [1]),
+            ]
+        data = frame(pb.GlobalMetadata(version="0.0.4")) + b"".join(frame(n) for n in nodes)
+        (folder / f"trace.{r}.et").write_bytes(data)
+
+
+def test_verify_foreign_ets(tmp_path: Path) -> None:
+    _foreign_et(tmp_path / "good", deadlock=False)
+    res = run("verify", str(tmp_path / "good"), "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["checks"] == ["structure", "progress"] and "not checkable" in data["note"]
+    _foreign_et(tmp_path / "bad", deadlock=True)
+    res = CliRunner().invoke(cli, ["verify", str(tmp_path / "bad")])
+    assert res.exit_code == 1 and "deadlock" in res.output
+
+
+def test_verify_collc_ets_without_manifest(ring8: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in ring8.glob("*.et"):
+        (bare / f.name).write_bytes(f.read_bytes())
+    data = json.loads(run("verify", str(bare), "--json").output)
+    assert data["checks"] == ["structure", "progress", "semantics", "races"]
