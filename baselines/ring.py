@@ -37,21 +37,9 @@ import numpy.typing as npt
 
 from baselines.base import BaselineError, trivial_program
 from chakra_ir import Buffer, Collective, CollectiveKind, OpKind, Program, ProgramBuilder, Slice
+from chakra_ir.program import COLUMN_DTYPES
 
 I64 = npt.NDArray[np.int64]
-
-# The IR's column dtypes (`Program.from_columns` converts anything else, at the cost of a copy).
-_COLUMN_DTYPES: dict[str, type[np.signedinteger[Any]]] = {
-    "kind": np.int8,
-    "peer": np.int32,
-    "src_buf": np.int8,
-    "src_index": np.int32,
-    "dst_buf": np.int8,
-    "dst_index": np.int32,
-    "count": np.int32,
-    "tag": np.int32,
-    "dep": np.int32,
-}
 
 RING_KINDS = frozenset(
     {CollectiveKind.ALLGATHER, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALLREDUCE}
@@ -283,7 +271,8 @@ def _columns(c: Collective, orders: I64, name: str) -> Program:
     init_fields = ("src_buf", "src_index", "dst_buf", "dst_index", "count")
     columns: dict[str, npt.NDArray[Any]] = {}
     for key, (send_value, recv_value) in pairs.items():
-        col = np.empty((n, per_rank), dtype=_COLUMN_DTYPES[key])
+        # "dep" holds rank-local ids, int32 like Program.deps; the rest are Program columns.
+        col = np.empty((n, per_rank), dtype=COLUMN_DTYPES.get(key, np.int32))
         # Splitting the contiguous last axis is a view: writes land in ``col``.
         main = col[:, c0:].reshape(n, steps, k, rings, 2)
         main[..., 0] = send_value

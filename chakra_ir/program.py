@@ -119,7 +119,7 @@ COLUMNS = (
     "channel",
     "threadblock",
 )
-_DTYPES: dict[str, Any] = {
+COLUMN_DTYPES: dict[str, Any] = {
     "kind": np.int8,
     "peer": np.int32,
     "src_buf": np.int8,
@@ -192,10 +192,10 @@ class Program:
         cols: dict[str, Any] = {}
         for name_ in COLUMNS:
             if name_ in columns:
-                arr = np.ascontiguousarray(columns[name_], dtype=_DTYPES[name_])
+                arr = np.ascontiguousarray(columns[name_], dtype=COLUMN_DTYPES[name_])
             else:
                 fill = 0 if name_ == "tag" else -1
-                arr = np.full(n, fill, dtype=_DTYPES[name_])
+                arr = np.full(n, fill, dtype=COLUMN_DTYPES[name_])
             if arr.shape != (n,):
                 raise ValueError(f"column {name_} has shape {arr.shape}, expected ({n},)")
             cols[name_] = arr
