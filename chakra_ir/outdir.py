@@ -110,6 +110,22 @@ def chunk_bytes_for(collective: Collective, size_bytes: int) -> int:
     return -(-size_bytes // n)
 
 
+def replace_dir(tmp: Path, out: Path) -> None:
+    """Put the complete folder ``tmp`` at ``out``, replacing what is there.
+
+    The old folder is renamed aside before the new one is renamed in, so ``out`` is at every
+    moment either the old folder or the new one. Callers check first that ``out`` may be
+    replaced; both must be on one file system (``tmp`` is made beside ``out``).
+    """
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.rename(out, old / out.name)
+        os.rename(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, out)
+
+
 def _atomic_replace_dir(tmp: Path, out: Path) -> None:
     if out.exists():
         if not out.is_dir():
@@ -118,12 +134,7 @@ def _atomic_replace_dir(tmp: Path, out: Path) -> None:
             raise OutputError(
                 f"{out} exists, is not empty and is not a collc output folder; not replacing it"
             )
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        os.rename(out, old / out.name)
-        os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
+    replace_dir(tmp, out)
 
 
 def write_output(

@@ -36,7 +36,7 @@ from backends.astrasim.workload import (
 from chakra_ir.collective import CollectiveKind, collective_to_dict
 from chakra_ir.et import EtEncodeError, write_et_files
 from chakra_ir.et.layout import check_encodable
-from chakra_ir.outdir import collc_version
+from chakra_ir.outdir import collc_version, replace_dir
 from chakra_ir.program import Program
 from topologies.topology import Topology
 
@@ -414,9 +414,4 @@ def write_bundle(plan: BundlePlan, topology: Topology, out_dir: Path | str) -> l
 def _replace_dir(tmp: Path, out: Path) -> None:
     if out.exists():
         _check_target(out)  # again: something may have appeared since the first check
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        os.rename(out, old / out.name)
-        os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
+    replace_dir(tmp, out)
