@@ -303,11 +303,23 @@ def program_bounds(
     )
 
 
-def _topology_for(program: Program, spec: str | None) -> Topology:
-    """The topology a compiled or imported program runs on: ``spec``, or a fully connected
-    network of its ranks (what MSCCLang programs assume)."""
-    # verify_routes, run next by the callers, checks that the ranks fit on it.
-    return parse_topology(spec if spec else f"fc:{max(program.num_ranks, 2)}")
+def _adopt(
+    program: Program,
+    topology: str | None,
+    size_bytes: int,
+    algorithm: str,
+    seconds: dict[str, float],
+    extra: dict[str, Any],
+) -> Result:
+    """Verify a program that came from outside (MSCCLang, XML) on its topology and bind its
+    size. The topology is ``topology``, or a fully connected network of its ranks (what
+    MSCCLang programs assume)."""
+    topo = parse_topology(topology if topology else f"fc:{max(program.num_ranks, 2)}")
+    t = time.perf_counter()
+    report = verify(program)
+    verify_routes(program, topo)
+    seconds["verify"] = time.perf_counter() - t
+    return _finish(program, topo, size_bytes, algorithm, report, seconds, extra=extra)
 
 
 def compile_msccl(
@@ -324,15 +336,9 @@ def compile_msccl(
     t = time.perf_counter()
     compiled = compile_file(path, argv)
     seconds["compile"] = time.perf_counter() - t
-    program = compiled.program
-    topo = _topology_for(program, topology)
-    t = time.perf_counter()
-    report = verify(program)
-    verify_routes(program, topo)
-    seconds["verify"] = time.perf_counter() - t
     msccl = {k: v for k, v in compiled.options.items() if isinstance(v, (str, int, bool))}
     extra = {"source": str(path), "argv": list(argv), "msccl": msccl}
-    result = _finish(program, topo, size_bytes, "mscclang", report, seconds, extra=extra)
+    result = _adopt(compiled.program, topology, size_bytes, "mscclang", seconds, extra)
     return result, compiled.stdout
 
 
@@ -350,16 +356,10 @@ def import_xml(
     t = time.perf_counter()
     imported = read_xml(path, root=root)
     seconds["import"] = time.perf_counter() - t
-    program = imported.program
-    topo = _topology_for(program, topology)
-    t = time.perf_counter()
-    report = verify(program)
-    verify_routes(program, topo)
-    seconds["verify"] = time.perf_counter() - t
     o = imported.options
     msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name}
     extra = {"source": str(path), "msccl": msccl, "notes": list(imported.notes)}
-    return _finish(program, topo, size_bytes, "msccl-xml", report, seconds, extra=extra)
+    return _adopt(imported.program, topology, size_bytes, "msccl-xml", seconds, extra)
 
 
 def write(result: Result, out: Path | str) -> list[Path]:
