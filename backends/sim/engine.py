@@ -328,47 +328,35 @@ def run_congestion(
     now = 0.0
     bucket: list[int] = []  # the events at `now`, handled up to index `bi`
     bi = 0
-    # Work at `now`: e >= 0 issues task e at ready[e] (the latest finish among its
-    # dependencies, which is its issue time); ~t propagates finish[t].
+    # Tasks to issue at `now`, in order; each is issued at ready[e], the latest finish among
+    # its dependencies. A task that finishes at issue (a COMP, a RECV whose message is in, a
+    # SEND put on its first link) passes its finish time to its dependants at once.
     work: list[int] = roots(graph)
+
+    def settle(t: int, f: float) -> None:
+        """Finish ``t`` at ``f`` and pass it on (the rare paths; the loop inlines this)."""
+        finish[t] = f
+        for d in succ[so[t] : so[t + 1]]:
+            if ready[d] < f:
+                ready[d] = f
+            x = remaining[d] - 1
+            remaining[d] = x
+            if x == 0:
+                work.append(d)
 
     while True:
         for e in work:
-            if e < 0:
-                t = ~e
-                f = finish[t]
-                d = one[t]
-                if d >= 0:
-                    if ready[d] < f:
-                        ready[d] = f
-                    r = remaining[d] - 1
-                    remaining[d] = r
-                    if r == 0:
-                        work.append(d)
-                elif d == -2:
-                    for d in succ[so[t] : so[t + 1]]:
-                        if ready[d] < f:
-                            ready[d] = f
-                        r = remaining[d] - 1
-                        remaining[d] = r
-                        if r == 0:
-                            work.append(d)
-                continue
-            at = ready[e]  # = its issue time
+            at = ready[e]
             k = kind[e]
             if k == _RECV:
                 a = arrived[e]
-                if a >= 0.0:
-                    finish[e] = (a if a > at else at) + dur[e]
-                    work.append(~e)
-                else:
+                if a < 0.0:
                     waiting[e] = 1
-                continue
-            if k != _SEND:
-                finish[e] = at + dur[e]
-                work.append(~e)
-                continue
-            if at > now:
+                    continue
+                f = (a if a > at else at) + dur[e]
+            elif k != _SEND:
+                f = at + dur[e]
+            elif at > now:
                 bk = buckets.get(at)
                 if bk is None:
                     buckets[at] = [(e << 2) | 1]
@@ -377,30 +365,70 @@ def run_congestion(
                     bk.append((e << 2) | 1)
                 seq += 1
                 continue
-            # Put the message on its first link.
-            rt = routes[e]
-            b = nbytes[e]
-            if not rt:  # same NPU: nothing to cross
-                finish[e] = now
-                work.append(~e)
-                r = partner[e]
-                arrived[r] = now
-                if waiting[r]:
-                    waiting[r] = 0
-                    finish[r] = (ready[r] if ready[r] > now else now) + dur[r]
-                    work.append(~r)
-                continue
-            li = rt[0]
-            q = lq[li]
-            last = 2 if len(rt) == 1 else 0
-            if pb and b > pb:
-                npk = -(-b // pb)
-                msg_left[e] = npk
-                end = now
-                for i in range(npk):
-                    size = pb if i < npk - 1 else b - pb * (npk - 1)
-                    pr = rows(size, rt)
-                    c = pr[0][li]
+            else:
+                # Put the message on its first link.
+                rt = routes[e]
+                b = nbytes[e]
+                if not rt:  # same NPU: nothing to cross
+                    settle(e, now)
+                    r = partner[e]
+                    arrived[r] = now
+                    if waiting[r]:
+                        waiting[r] = 0
+                        settle(r, (ready[r] if ready[r] > now else now) + dur[r])
+                    continue
+                li = rt[0]
+                q = lq[li]
+                last = 2 if len(rt) == 1 else 0
+                if pb and b > pb:
+                    npk = -(-b // pb)
+                    msg_left[e] = npk
+                    end = now
+                    for i in range(npk):
+                        size = pb if i < npk - 1 else b - pb * (npk - 1)
+                        pr = rows(size, rt)
+                        c = pr[0][li]
+                        st = free[li]
+                        if st < now:
+                            st = now
+                        end = st + c
+                        free[li] = end
+                        busy[li] += c
+                        if keep:
+                            rec_link.append(li)
+                            rec_start.append(st)
+                            rec_dur.append(c)
+                            rec_task.append(e)
+                        pid = len(pk_msg)
+                        pk_msg.append(e)
+                        pk_hop.append(0)
+                        pk_rows.append(pr)
+                        arr = st + pr[1][li]
+                        code = (pid << 2) | last | 1
+                        if not q:
+                            q.append((arr, code))
+                            bk = buckets.get(arr)
+                            if bk is None:
+                                buckets[arr] = [li << 2]
+                                push(times, arr)
+                            else:
+                                bk.append(li << 2)
+                            seq += 1
+                        elif arr >= q[-1][0]:
+                            q.append((arr, code))
+                        else:
+                            bk = buckets.get(arr)
+                            if bk is None:
+                                buckets[arr] = [(code << 2) | 2]
+                                push(times, arr)
+                            else:
+                                bk.append((code << 2) | 2)
+                            seq += 1
+                else:
+                    mr = full_rows.get(b) or rows(b, rt)
+                    if not last:
+                        m_rows[e] = mr
+                    c = mr[0][li]
                     st = free[li]
                     if st < now:
                         st = now
@@ -412,12 +440,8 @@ def run_congestion(
                         rec_start.append(st)
                         rec_dur.append(c)
                         rec_task.append(e)
-                    pid = len(pk_msg)
-                    pk_msg.append(e)
-                    pk_hop.append(0)
-                    pk_rows.append(pr)
-                    arr = st + pr[1][li]
-                    code = (pid << 2) | last | 1
+                    arr = st + mr[1][li]
+                    code = (e << 2) | last
                     if not q:
                         q.append((arr, code))
                         bk = buckets.get(arr)
@@ -437,46 +461,24 @@ def run_congestion(
                         else:
                             bk.append((code << 2) | 2)
                         seq += 1
-            else:
-                mr = full_rows.get(b) or rows(b, rt)
-                if not last:
-                    m_rows[e] = mr
-                c = mr[0][li]
-                st = free[li]
-                if st < now:
-                    st = now
-                end = st + c
-                free[li] = end
-                busy[li] += c
-                if keep:
-                    rec_link.append(li)
-                    rec_start.append(st)
-                    rec_dur.append(c)
-                    rec_task.append(e)
-                arr = st + mr[1][li]
-                code = (e << 2) | last
-                if not q:
-                    q.append((arr, code))
-                    bk = buckets.get(arr)
-                    if bk is None:
-                        buckets[arr] = [li << 2]
-                        push(times, arr)
-                    else:
-                        bk.append(li << 2)
-                    seq += 1
-                elif arr >= q[-1][0]:
-                    q.append((arr, code))
-                else:
-                    bk = buckets.get(arr)
-                    if bk is None:
-                        buckets[arr] = [(code << 2) | 2]
-                        push(times, arr)
-                    else:
-                        bk.append((code << 2) | 2)
-                    seq += 1
-            finish[e] = end
-            if one[e] != -1:
-                work.append(~e)
+                f = end
+            finish[e] = f
+            d = one[e]
+            if d >= 0:
+                if ready[d] < f:
+                    ready[d] = f
+                r = remaining[d] - 1
+                remaining[d] = r
+                if r == 0:
+                    work.append(d)
+            elif d == -2:
+                for d in succ[so[e] : so[e + 1]]:
+                    if ready[d] < f:
+                        ready[d] = f
+                    r = remaining[d] - 1
+                    remaining[d] = r
+                    if r == 0:
+                        work.append(d)
         work.clear()
         if bi == len(bucket):
             if bucket:
@@ -522,25 +524,7 @@ def run_congestion(
             arrived[r] = now
             if waiting[r]:
                 waiting[r] = 0
-                f = (ready[r] if ready[r] > now else now) + dur[r]
-                finish[r] = f
-                # Propagate at once: the work list is empty, so this is its first item.
-                d = one[r]
-                if d >= 0:
-                    if ready[d] < f:
-                        ready[d] = f
-                    x = remaining[d] - 1
-                    remaining[d] = x
-                    if x == 0:
-                        work.append(d)
-                elif d == -2:
-                    for d in succ[so[r] : so[r + 1]]:
-                        if ready[d] < f:
-                            ready[d] = f
-                        x = remaining[d] - 1
-                        remaining[d] = x
-                        if x == 0:
-                            work.append(d)
+                work.append(r)  # the work list is empty: issued again, it finishes now
             continue
         if code & 1:
             pid = code >> 2
