@@ -4,8 +4,8 @@ Rules (all from `topologies.cost_model`, whose methods give every number):
 
 - A task is issued when its dependencies have finished; tasks with none are issued at 0.
 - A SEND puts its message on the first link of its route (the send's route hint when it has
-  one, else ``topology.route``). A link serves requests in the order they arrive, ties by
-  sequence number: a message starts crossing at ``max(arrival, link free)`` and keeps the link
+  one, else ``topology.route``). A link serves requests in the order they arrive (ties as
+  below): a message starts crossing at ``max(arrival, link free)`` and keeps the link
   busy for ``cost.serialization_ns(link, bytes)``; its last byte reaches the far end
   ``cost.hop_ns(link, bytes)`` after it started (latency is propagation, so the link takes the
   next message while this one is in flight), plus ``cost.switch_delay_ns`` when the far end is
@@ -18,13 +18,14 @@ Rules (all from `topologies.cost_model`, whose methods give every number):
   ``duration_ns`` (a folded reduction, see `backends.sim.tasks`); a COMP takes its
   ``duration_ns``.
 
-Link requests are handled in time order, so a link serves them FIFO knowing only when it
-becomes free. Its arrivals at the far end then come in the order it served them: each link
-keeps them in a FIFO and the event queue holds only each link's earliest arrival (and sends
-ready later). The queue is a heap of distinct times, each with its events in the order they
-were queued, so events sharing a time cost one heap operation in all. Everything else
-(completions, issues) propagates through dependencies without events, because no finish
-time is ever before the current time.
+Requests are handled in time order; requests at the same time in the order they were made
+(a send's when it was issued, a hop's when its arrival was queued), so the same inputs always
+give the same figures. Only two things wait in the event queue: a send whose dependencies
+finish later, and the arrival of a message (or packet) at the far end of a hop. The queue is
+a heap of distinct times, each with its events in the order they were queued, so events
+sharing a time cost one heap operation in all. Everything else (completions, issues)
+propagates through dependencies without events, because no finish time is ever before the
+current time.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -253,6 +253,28 @@ def deadlock(
     return SimError(f"deadlock: {graph.describe(t)} {why} ({len(left)} tasks never finished)")
 
 
+def _settle(
+    t: int,
+    f: float,
+    finish: array[float],
+    ready: array[float],
+    remaining: array[int],
+    so: array[int],
+    succ: array[int],
+    work: list[int],
+) -> None:
+    """Finish task ``t`` at ``f`` and pass that on to its dependants (the engine's rare
+    paths; its loop does the same inline)."""
+    finish[t] = f
+    for d in succ[so[t] : so[t + 1]]:
+        if ready[d] < f:
+            ready[d] = f
+        x = remaining[d] - 1
+        remaining[d] = x
+        if x == 0:
+            work.append(d)
+
+
 def run_congestion(
     graph: TaskGraph,
     topology: Topology,
@@ -266,11 +288,10 @@ def run_congestion(
     Raises SimError on unmatched messages, impossible routes and deadlocks.
 
     Implementation: finish times propagate through dependencies as soon as they are known
-    (they never lie before the current time); only link requests wait for their time. Each
-    link keeps its pending arrivals in a FIFO (arrivals on a link come in the order the link
-    served them), and the global event queue holds each link's earliest arrival plus the sends
-    that become ready later. Events at the same time go in the order they were queued (their
-    sequence number).
+    (they never lie before the current time); only link requests wait for their time: a send
+    ready later, and the arrival of a message (or packet) at the far end of a hop, which
+    requests the next link or delivers the message. Events at the same time are handled in
+    the order they were queued.
     """
     n = graph.num_tasks
     # Per-task columns as flat arrays: the loop below reads them in no particular order, and
@@ -282,12 +303,17 @@ def run_congestion(
     so_arr, succ_arr = graph.successors()
     so = int_array(so_arr)
     succ = int_array(succ_arr)
-    # Per task, its successor when it has exactly one (most do), -1 with none, -2 with more.
+    # Per task, its first and second successors, so that the loop needs no slice for most
+    # tasks: one[t] is -1 without successors; two[t] is -1 with fewer than two, -2 with more.
     nsucc = np.diff(so_arr)
-    one_np = np.where(nsucc == 0, -1, -2)
-    has_one = np.flatnonzero(nsucc == 1)
-    one_np[has_one] = succ_arr[so_arr[has_one]]
+    one_np = np.full(n, -1, dtype=np.int64)
+    two_np = np.where(nsucc > 2, -2, -1)
+    has = np.flatnonzero(nsucc >= 1)
+    one_np[has] = succ_arr[so_arr[has]]
+    has = np.flatnonzero(nsucc == 2)
+    two_np[has] = succ_arr[so_arr[has] + 1]
     one = int_array(one_np)
+    two = int_array(two_np)
     remaining = int_array(np.diff(graph.dep_offsets))
     routes = message_routes(graph, topology)
     hop_costs = HopCosts(topology, cost)
@@ -298,248 +324,203 @@ def run_congestion(
     nlinks = len(topology.links)
     free = [0.0] * nlinks
     busy = [0.0] * nlinks
-    lq: list[deque[tuple[float, int]]] = [deque() for _ in range(nlinks)]
     ready = float_array(np.zeros(n))
     finish = float_array(np.full(n, -1.0))
     arrived = float_array(np.full(n, -1.0))  # per receive: when its message arrived
     waiting = bytearray(n)  # per receive: issued, its message not yet arrived
-    hop_at = int_array(np.zeros(n, dtype=np.int64))
-    m_rows: list[tuple[Costs, Costs] | None] = [None] * n
-    pk_msg: list[int] = []
+    hop_at = int_array(np.zeros(n, dtype=np.int64))  # per message: the hop it is on
+    m_rows: list[tuple[Costs, Costs] | None] = [None] * n  # per multi-hop message
+    pk_msg: list[int] = []  # per packet: its message, hop and hop costs
     pk_hop: list[int] = []
     pk_rows: list[tuple[Costs, Costs]] = []
-    msg_left: dict[int, int] = {}
+    msg_left: dict[int, int] = {}  # per packetized message: packets not yet delivered
     rec_link: list[int] = []
     rec_start: list[float] = []
     rec_dur: list[float] = []
     rec_task: list[int] = []
     keep = keep_records
 
-    # Pending events, in (time, sequence) order: a heap of the distinct times, and per time
-    # the codes of its events in the order they were pushed (the sequence order). Codes:
-    # link << 2 (the head of that link's FIFO), task << 2 | 1 (a send becomes ready),
-    # event << 2 | 2 (an arrival out of FIFO order). Arrival events: message << 2 or
-    # packet << 2 | 1, plus 2 when it is the last hop.
+    # Pending events: a heap of their distinct times and, per time, the codes of its events
+    # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
+    # its last), task << 2 | 1 (a send is ready), message << 2 | 2 (it reaches the end of its
+    # route), packet << 2 | 3 (it reaches the end of a hop).
     times: list[float] = []
     buckets: dict[float, list[int]] = {}
     push = heapq.heappush
     pop = heapq.heappop
-    seq = 0  # every event is handled once: the event count in the end
+    events = 0
     now = 0.0
     bucket: list[int] = []  # the events at `now`, handled up to index `bi`
     bi = 0
     # Tasks to issue at `now`, in order; each is issued at ready[e], the latest finish among
-    # its dependencies. A task that finishes at issue (a COMP, a RECV whose message is in, a
-    # SEND put on its first link) passes its finish time to its dependants at once.
+    # its dependencies. A task that finishes when issued (a COMP, a RECV whose message is in,
+    # a SEND once on its first link) passes its finish time on to its dependants at once.
     work: list[int] = roots(graph)
 
-    def settle(t: int, f: float) -> None:
-        """Finish ``t`` at ``f`` and pass it on (the rare paths; the loop inlines this)."""
-        finish[t] = f
-        for d in succ[so[t] : so[t + 1]]:
-            if ready[d] < f:
-                ready[d] = f
-            x = remaining[d] - 1
-            remaining[d] = x
-            if x == 0:
-                work.append(d)
-
     while True:
-        for e in work:
-            at = ready[e]
-            k = kind[e]
-            if k == _RECV:
-                a = arrived[e]
-                if a < 0.0:
-                    waiting[e] = 1
+        if work:
+            for e in work:
+                at = ready[e]
+                k = kind[e]
+                if k == _RECV:
+                    a = arrived[e]
+                    if a < 0.0:
+                        waiting[e] = 1
+                        continue
+                    f = (a if a > at else at) + dur[e]
+                elif k != _SEND:
+                    f = at + dur[e]
+                elif at > now:
+                    bk = buckets.get(at)
+                    if bk is None:
+                        buckets[at] = [(e << 2) | 1]
+                        push(times, at)
+                    else:
+                        bk.append((e << 2) | 1)
                     continue
-                f = (a if a > at else at) + dur[e]
-            elif k != _SEND:
-                f = at + dur[e]
-            elif at > now:
-                bk = buckets.get(at)
-                if bk is None:
-                    buckets[at] = [(e << 2) | 1]
-                    push(times, at)
                 else:
-                    bk.append((e << 2) | 1)
-                seq += 1
-                continue
-            else:
-                # Put the message on its first link.
-                rt = routes[e]
-                b = nbytes[e]
-                if not rt:  # same NPU: nothing to cross
-                    settle(e, now)
-                    r = partner[e]
-                    arrived[r] = now
-                    if waiting[r]:
-                        waiting[r] = 0
-                        settle(r, (ready[r] if ready[r] > now else now) + dur[r])
-                    continue
-                li = rt[0]
-                q = lq[li]
-                last = 2 if len(rt) == 1 else 0
-                if pb and b > pb:
-                    npk = -(-b // pb)
-                    msg_left[e] = npk
-                    end = now
-                    for i in range(npk):
-                        size = pb if i < npk - 1 else b - pb * (npk - 1)
-                        pr = rows(size, rt)
-                        c = pr[0][li]
+                    # Put the message (or its packets) on its first link.
+                    rt = routes[e]
+                    if not rt:  # same NPU: nothing to cross
+                        _settle(e, now, finish, ready, remaining, so, succ, work)
+                        r = partner[e]
+                        arrived[r] = now
+                        if waiting[r]:
+                            waiting[r] = 0
+                            f = (ready[r] if ready[r] > now else now) + dur[r]
+                            _settle(r, f, finish, ready, remaining, so, succ, work)
+                        continue
+                    b = nbytes[e]
+                    li = rt[0]
+                    if pb and b > pb:
+                        npk = -(-b // pb)
+                        msg_left[e] = npk
+                        f = now
+                        for i in range(npk):
+                            pr = rows(pb if i < npk - 1 else b - pb * (npk - 1), rt)
+                            c = pr[0][li]
+                            st = free[li]
+                            if st < now:
+                                st = now
+                            f = st + c
+                            free[li] = f
+                            busy[li] += c
+                            if keep:
+                                rec_link.append(li)
+                                rec_start.append(st)
+                                rec_dur.append(c)
+                                rec_task.append(e)
+                            code = (len(pk_msg) << 2) | 3
+                            pk_msg.append(e)
+                            pk_hop.append(0)
+                            pk_rows.append(pr)
+                            arr = st + pr[1][li]
+                            bk = buckets.get(arr)
+                            if bk is None:
+                                buckets[arr] = [code]
+                                push(times, arr)
+                            else:
+                                bk.append(code)
+                    else:
+                        mr = full_rows.get(b) or rows(b, rt)
+                        c = mr[0][li]
                         st = free[li]
                         if st < now:
                             st = now
-                        end = st + c
-                        free[li] = end
+                        f = st + c
+                        free[li] = f
                         busy[li] += c
                         if keep:
                             rec_link.append(li)
                             rec_start.append(st)
                             rec_dur.append(c)
                             rec_task.append(e)
-                        pid = len(pk_msg)
-                        pk_msg.append(e)
-                        pk_hop.append(0)
-                        pk_rows.append(pr)
-                        arr = st + pr[1][li]
-                        code = (pid << 2) | last | 1
-                        if not q:
-                            q.append((arr, code))
-                            bk = buckets.get(arr)
-                            if bk is None:
-                                buckets[arr] = [li << 2]
-                                push(times, arr)
-                            else:
-                                bk.append(li << 2)
-                            seq += 1
-                        elif arr >= q[-1][0]:
-                            q.append((arr, code))
+                        if len(rt) == 1:
+                            code = (e << 2) | 2
                         else:
-                            bk = buckets.get(arr)
-                            if bk is None:
-                                buckets[arr] = [(code << 2) | 2]
-                                push(times, arr)
-                            else:
-                                bk.append((code << 2) | 2)
-                            seq += 1
-                else:
-                    mr = full_rows.get(b) or rows(b, rt)
-                    if not last:
-                        m_rows[e] = mr
-                    c = mr[0][li]
-                    st = free[li]
-                    if st < now:
-                        st = now
-                    end = st + c
-                    free[li] = end
-                    busy[li] += c
-                    if keep:
-                        rec_link.append(li)
-                        rec_start.append(st)
-                        rec_dur.append(c)
-                        rec_task.append(e)
-                    arr = st + mr[1][li]
-                    code = (e << 2) | last
-                    if not q:
-                        q.append((arr, code))
+                            code = e << 2
+                            m_rows[e] = mr
+                        arr = st + mr[1][li]
                         bk = buckets.get(arr)
                         if bk is None:
-                            buckets[arr] = [li << 2]
+                            buckets[arr] = [code]
                             push(times, arr)
                         else:
-                            bk.append(li << 2)
-                        seq += 1
-                    elif arr >= q[-1][0]:
-                        q.append((arr, code))
-                    else:
-                        bk = buckets.get(arr)
-                        if bk is None:
-                            buckets[arr] = [(code << 2) | 2]
-                            push(times, arr)
-                        else:
-                            bk.append((code << 2) | 2)
-                        seq += 1
-                f = end
-            finish[e] = f
-            d = one[e]
-            if d >= 0:
-                if ready[d] < f:
-                    ready[d] = f
-                r = remaining[d] - 1
-                remaining[d] = r
-                if r == 0:
-                    work.append(d)
-            elif d == -2:
-                for d in succ[so[e] : so[e + 1]]:
+                            bk.append(code)
+                finish[e] = f
+                # Pass f on; the first two successors inline, the rest from the slice.
+                d = one[e]
+                if d >= 0:
                     if ready[d] < f:
                         ready[d] = f
-                    r = remaining[d] - 1
-                    remaining[d] = r
-                    if r == 0:
+                    x = remaining[d] - 1
+                    remaining[d] = x
+                    if x == 0:
                         work.append(d)
-        work.clear()
+                    d = two[e]
+                    if d >= 0:
+                        if ready[d] < f:
+                            ready[d] = f
+                        x = remaining[d] - 1
+                        remaining[d] = x
+                        if x == 0:
+                            work.append(d)
+                    elif d == -2:
+                        for d in succ[so[e] + 1 : so[e + 1]]:
+                            if ready[d] < f:
+                                ready[d] = f
+                            x = remaining[d] - 1
+                            remaining[d] = x
+                            if x == 0:
+                                work.append(d)
+            work.clear()
         if bi == len(bucket):
-            if bucket:
-                del buckets[now]
             if not times:
                 break
             now = pop(times)
-            bucket = buckets[now]
+            bucket = buckets.pop(now)
+            events += len(bucket)
             bi = 0
         hc = bucket[bi]
         bi += 1
         how = hc & 3
-        if how == 0:
-            q = lq[hc >> 2]
-            code = q.popleft()[1]
-            if q:
-                a = q[0][0]
-                bk = buckets.get(a)
-                if bk is None:
-                    buckets[a] = [hc]
-                    push(times, a)
-                else:
-                    bk.append(hc)
-                seq += 1
-        elif how == 1:
-            t = hc >> 2
-            ready[t] = now
-            work.append(t)
-            continue
-        else:
-            code = hc >> 2
-        # An arrival at the far end of a hop: delivery after the last hop, else the next hop.
-        if code & 2:
-            if code & 1:
-                m = pk_msg[code >> 2]
-                left = msg_left[m] - 1
-                msg_left[m] = left
-                if left:
-                    continue
-            else:
-                m = code >> 2
-            r = partner[m]
+        if how == 2:  # a message delivered: its receive finishes if it was waiting
+            r = partner[hc >> 2]
             arrived[r] = now
             if waiting[r]:
                 waiting[r] = 0
-                work.append(r)  # the work list is empty: issued again, it finishes now
+                work.append(r)  # issued again, it finishes now
             continue
-        if code & 1:
-            pid = code >> 2
-            m = pk_msg[pid]
-            h = pk_hop[pid] + 1
-            pk_hop[pid] = h
-            mr = pk_rows[pid]
-        else:
-            m = code >> 2
+        if how == 1:
+            work.append(hc >> 2)
+            continue
+        if how == 0:
+            m = hc >> 2
             h = hop_at[m] + 1
             hop_at[m] = h
+            rt = routes[m]
             mr = m_rows[m]  # type: ignore[assignment]
-        rt = routes[m]
-        if h == len(rt) - 1:
-            code |= 2
+            code = hc | 2 if h == len(rt) - 1 else hc
+        else:
+            pid = hc >> 2
+            m = pk_msg[pid]
+            rt = routes[m]
+            h = pk_hop[pid]
+            if h == len(rt) - 1:
+                left = msg_left[m] - 1
+                msg_left[m] = left
+                if not left:
+                    r = partner[m]
+                    arrived[r] = now
+                    if waiting[r]:
+                        waiting[r] = 0
+                        work.append(r)
+                continue
+            h += 1
+            pk_hop[pid] = h
+            mr = pk_rows[pid]
+            code = hc
+        # The next hop.
         li = rt[h]
         c = mr[0][li]
         st = free[li]
@@ -553,26 +534,12 @@ def run_congestion(
             rec_dur.append(c)
             rec_task.append(m)
         arr = st + mr[1][li]
-        q = lq[li]
-        if not q:
-            q.append((arr, code))
-            bk = buckets.get(arr)
-            if bk is None:
-                buckets[arr] = [li << 2]
-                push(times, arr)
-            else:
-                bk.append(li << 2)
-            seq += 1
-        elif arr >= q[-1][0]:
-            q.append((arr, code))
+        bk = buckets.get(arr)
+        if bk is None:
+            buckets[arr] = [code]
+            push(times, arr)
         else:
-            bk = buckets.get(arr)
-            if bk is None:
-                buckets[arr] = [(code << 2) | 2]
-                push(times, arr)
-            else:
-                bk.append((code << 2) | 2)
-            seq += 1
+            bk.append(code)
 
     finish_ns = np.frombuffer(finish, dtype=np.float64).copy()
     if n and finish_ns.min() < 0.0:
@@ -598,7 +565,7 @@ def run_congestion(
         link_busy_ns=np.array(busy, dtype=np.float64),
         messages=int(sends.sum()),
         hops=int(route_len.sum()),
-        events=seq,
+        events=events,
         notes=notes,
         records=records,
     )
