@@ -1,6 +1,7 @@
 """Simulator speed: message-hops per second and a 512-NPU all-reduce; prints seconds and memory.
 
     python benchmarks/bench_sim.py [--npus 8x8x8] [--direct 8x8x4] [--size 1GiB] [--repeat 3]
+                                   [--tacos 1,3] [--tacos-size 64MiB]
 
 Workloads (programs built from columns, so building them costs little):
 
@@ -11,7 +12,12 @@ Workloads (programs built from columns, so building them costs little):
   dependencies): n(n-1) messages over dimension-order routes, the link-bound case. Target:
   at least 200,000 message-hops per second.
 
-Both run under the congestion model; the ring also under the analytical model.
+- ``tacos``: the TACOS all-reduce on the same torus (``collc synthesize --topology
+  torus:8x8x8 --collective allreduce --size 64MiB``) with 1 and 3 chunks per NPU, as the
+  README's example builds it. Target (issue 4): simulated in under 10 s, reproducing the
+  synthesizer's estimate.
+
+All run under the congestion model; the ring also under the analytical model.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends.sim import simulate
 from benchmarks.memory import peak_mib, reset_peak
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
+from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import OpKind, Program
+from tacos import chunks_for
+from tacos import synthesize as tacos_synthesize
 from topologies import hamiltonian_cycle, parse_topology
 from topologies.units import parse_size_bytes
 
@@ -134,7 +143,7 @@ def direct_allgather_program(n: int, placement: Sequence[int] = ()) -> Program:
 
 def _run(
     label: str, program: Program, spec: str, chunk_bytes: int, model: str, repeat: int
-) -> None:
+) -> float:
     """Simulate ``repeat`` times (a fresh topology each time, so routes are computed anew);
     print messages, hops, the best wall and CPU seconds, hops per wall second, and the peak
     resident memory. The machine may be shared: the best of a few runs is the steadier
@@ -157,6 +166,32 @@ def _run(
         f"peak {peak:5.0f} MiB  finish {result.finish_ns / 1e3:,.1f} us",
         flush=True,
     )
+    return result.finish_ns
+
+
+def _tacos(spec: str, chunks_per_npu: int, size: int, repeat: int) -> None:
+    """Synthesize the TACOS all-reduce (not timed), then simulate it like the others and
+    compare with the synthesizer's estimate."""
+    topology = parse_topology(spec)
+    n = topology.num_npus
+    coll = Collective(
+        CollectiveKind.ALLREDUCE, n, chunks_for(CollectiveKind.ALLREDUCE, n, chunks_per_npu)
+    )
+    chunk = chunk_bytes_for(coll, size)
+    t0 = time.perf_counter()
+    syn = tacos_synthesize(coll, topology, chunk)
+    print(
+        f"synthesized the {n}-NPU TACOS all-reduce, {chunks_per_npu} chunk(s) per NPU "
+        f"({syn.program.num_ops:,} ops) in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    label = f"tacos allreduce c={chunks_per_npu} {spec}"
+    finish = _run(label, syn.program, spec, chunk, "congestion", repeat)
+    print(
+        f"{'':<28} estimate {syn.estimated_ns / 1e3:,.2f} us: simulated / estimated = "
+        f"{finish / syn.estimated_ns:.4f}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -167,6 +202,10 @@ def main() -> None:
     ap.add_argument("--direct", default="8x8x4", help="torus shape for the direct all-gather")
     ap.add_argument("--size", default="1GiB")
     ap.add_argument("--skip-direct", action="store_true")
+    ap.add_argument(
+        "--tacos", default="1,3", help="chunks per NPU of the TACOS all-reduces ('' for none)"
+    )
+    ap.add_argument("--tacos-size", default="64MiB")
     ap.add_argument("--repeat", type=int, default=3, help="runs per workload; the best is shown")
     args = ap.parse_args()
     spec = f"torus:{args.npus}"
@@ -192,6 +231,9 @@ def main() -> None:
         _run(
             f"direct allgather {dspec}", direct, dspec, max(1, size // m), "congestion", args.repeat
         )
+    tsize = parse_size_bytes(args.tacos_size)
+    for c in [int(x) for x in args.tacos.split(",") if x.strip()]:
+        _tacos(spec, c, tsize, args.repeat)
 
 
 if __name__ == "__main__":

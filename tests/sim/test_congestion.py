@@ -12,6 +12,7 @@ import pytest
 from backends.sim import TaskGraph, TaskKind, simulate, simulate_tasks
 from backends.sim.errors import SimError
 from backends.sim.tasks import Detail
+from chakra_ir import Buffer, Collective, CollectiveKind, Hints, Program, ProgramBuilder, Slice
 from chakra_ir.verify import verify
 from tests.sim.helpers import (
     LINE3,
@@ -26,6 +27,7 @@ from topologies.cost_model import CostModel
 from topologies.topology import Link
 
 CB = 1000  # chunk bytes
+I, O = Buffer.INPUT, Buffer.OUTPUT
 
 
 def test_one_message_over_one_link() -> None:
@@ -243,3 +245,40 @@ def test_route_hint_through_a_node_the_topology_lacks() -> None:
     g = hinted_graph([(0, 3, 2, 1), (0, 2, 6, 1)])
     with pytest.raises(SimError, match=r"op 1 .*crosses 0>2"):
         simulate_tasks(g, topo("ring:4,bw=50GB/s,lat=500ns"))
+
+
+def forward_race(through: int, direct: int) -> Program:
+    """On fc:4, rank ``through`` sends to rank 2 by way of NPU 1, and rank
+    ``direct`` sends to rank 1, which forwards it to rank 2: both requests for link 1->2
+    come at 520 ns, when the first message reaches NPU 1 and the second is delivered there."""
+    c = Collective(CollectiveKind.GATHER, 4, 1, root=2)
+    b = ProgramBuilder(c, auto_deps=True, name="forward-race")
+    b.send(through, 2, Slice(I, 0), hints=Hints(route=(through, 1, 2)))
+    b.send(direct, 1, Slice(I, 0))
+    b.recv(1, direct, Slice(O, direct))
+    b.send(1, 2, Slice(O, direct))
+    b.recv(2, through, Slice(O, through))
+    b.recv(2, 1, Slice(O, direct))
+    return b.build()
+
+
+@pytest.mark.parametrize(("through", "direct"), [(0, 3), (3, 0)])
+def test_requests_at_the_same_time_go_in_the_order_they_were_made(
+    through: int, direct: int
+) -> None:
+    # Both messages reach NPU 1 at 520 ns. The arrival queued first (that of the lower rank,
+    # whose send was issued first at 0) makes its request for link 1->2 first: it crosses
+    # [520, 540] and lands at 1040, the other [540, 560] and lands at 1060.
+    r = simulate(
+        forward_race(through, direct), topo("fc:4,bw=50GB/s,lat=500ns"), CB, keep_timeline=True
+    )
+    tl = r.timeline
+    assert tl is not None
+    recv2 = {
+        int(tl.peer[t]): float(tl.finish_ns[t])
+        for t in np.flatnonzero((tl.rank == 2) & (tl.kind == TaskKind.RECV))
+    }
+    first, second = (through, 1) if through < direct else (1, through)
+    assert recv2[first] == pytest.approx(1040.0)
+    assert recv2[second] == pytest.approx(1060.0)
+    assert r.finish_ns == pytest.approx(1060.0)
