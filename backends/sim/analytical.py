@@ -178,40 +178,35 @@ def run_analytical(graph: TaskGraph, topology: Topology) -> EngineRun:
     messages = 0
     work: list[int] = roots(graph)
     for e in work:
-        if e < 0:
-            t = ~e
-            f = finish[t]
-            for d in succ[so[t] : so[t + 1]]:
-                if ready[d] < f:
-                    ready[d] = f
-                r = remaining[d] - 1
-                remaining[d] = r
-                if r == 0:
-                    work.append(d)
-            continue
         at = ready[e]
         k = kind[e]
         if k == _SEND:
             messages += 1
-            a = at + delay[e]
-            finish[e] = a  # the send handler runs on arrival
-            work.append(~e)
+            f = at + delay[e]  # the send handler runs on arrival
             r = partner[e]
-            arrived[r] = a
+            arrived[r] = f
             if waiting[r]:
                 waiting[r] = False
-                finish[r] = a if a > ready[r] else ready[r]
-                work.append(~r)
+                work.append(r)  # issued again, it finishes on arrival
         elif k == _RECV:
-            a = arrived[e]
-            if a >= 0:
-                finish[e] = a if a > at else at
-                work.append(~e)
-            else:
+            f = arrived[e]
+            if f < 0:
                 waiting[e] = True
+                continue
+            if f < at:
+                f = at
         else:
-            finish[e] = at + comp_ns[e]
-            work.append(~e)
+            f = at + comp_ns[e]
+        # Pass f on to the dependants (the order tasks are handled in cannot change a time:
+        # nothing contends).
+        finish[e] = f
+        for d in succ[so[e] : so[e + 1]]:
+            if ready[d] < f:
+                ready[d] = f
+            r = remaining[d] - 1
+            remaining[d] = r
+            if r == 0:
+                work.append(d)
     if n and min(finish) < 0:
         raise deadlock(graph, [float(f) for f in finish], remaining, waiting)
     notes.insert(
