@@ -282,3 +282,31 @@ def test_requests_at_the_same_time_go_in_the_order_they_were_made(
     assert recv2[first] == pytest.approx(1040.0)
     assert recv2[second] == pytest.approx(1060.0)
     assert r.finish_ns == pytest.approx(1060.0)
+
+
+def test_a_message_to_its_own_rank_crosses_no_link() -> None:
+    # Another tool's ET may send to itself. Rank 0: a receive from itself (issued at 0, it
+    # waits), a 100 ns COMP, then the send to itself after the COMP, then a COMP of 7 ns after
+    # the receive. The message crosses nothing: send and receive finish at 100, the last
+    # COMP at 107.
+    g = TaskGraph(
+        npus=(0,),
+        rank_offsets=np.array([0, 4]),
+        kind=np.array([TaskKind.RECV, TaskKind.COMP, TaskKind.SEND, TaskKind.COMP], dtype=np.int8),
+        detail=np.array([Detail.RECV, Detail.COMP, Detail.SEND, Detail.COMP], dtype=np.int8),
+        peer=np.array([0, -1, 0, -1]),
+        nbytes=np.array([64, 0, 64, 0]),
+        tag=np.zeros(4, dtype=np.int64),
+        duration_ns=np.array([0.0, 100.0, 0.0, 7.0]),
+        duration_us=np.zeros(4, dtype=np.int64),
+        dep_offsets=np.array([0, 0, 0, 1, 2]),
+        deps=np.array([1, 0]),
+        route_offsets=np.zeros(5, dtype=np.int64),
+        route_nodes=np.zeros(0, dtype=np.int64),
+        origin=np.arange(4),
+    )
+    r = simulate_tasks(g, topo("ring:2,bw=50GB/s,lat=500ns"), keep_timeline=True)
+    assert r.timeline is not None
+    assert list(r.timeline.finish_ns) == pytest.approx([100.0, 100.0, 100.0, 107.0])
+    assert r.finish_ns == pytest.approx(107.0)
+    assert r.hops == 0 and float(r.link_busy_ns.sum()) == 0.0
