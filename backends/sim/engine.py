@@ -253,28 +253,6 @@ def deadlock(
     return SimError(f"deadlock: {graph.describe(t)} {why} ({len(left)} tasks never finished)")
 
 
-def _settle(
-    t: int,
-    f: float,
-    finish: array[float],
-    ready: array[float],
-    remaining: array[int],
-    so: array[int],
-    succ: array[int],
-    work: list[int],
-) -> None:
-    """Finish task ``t`` at ``f`` and pass that on to its dependants (the engine's rare
-    paths; its loop does the same inline)."""
-    finish[t] = f
-    for d in succ[so[t] : so[t + 1]]:
-        if ready[d] < f:
-            ready[d] = f
-        x = remaining[d] - 1
-        remaining[d] = x
-        if x == 0:
-            work.append(d)
-
-
 def run_congestion(
     graph: TaskGraph,
     topology: Topology,
@@ -384,18 +362,16 @@ def run_congestion(
                 else:
                     # Put the message (or its packets) on its first link.
                     rt = routes[e]
-                    if not rt:  # same NPU: nothing to cross
-                        _settle(e, now, finish, ready, remaining, so, succ, work)
+                    b = nbytes[e]
+                    if not rt:  # same NPU: nothing to cross, delivered at once
+                        f = now
                         r = partner[e]
                         arrived[r] = now
                         if waiting[r]:
                             waiting[r] = 0
-                            f = (ready[r] if ready[r] > now else now) + dur[r]
-                            _settle(r, f, finish, ready, remaining, so, succ, work)
-                        continue
-                    b = nbytes[e]
-                    li = rt[0]
-                    if pb and b > pb:
+                            work.append(r)
+                    elif pb and b > pb:
+                        li = rt[0]
                         npk = -(-b // pb)
                         msg_left[e] = npk
                         f = now
@@ -425,6 +401,7 @@ def run_congestion(
                             else:
                                 bk.append(code)
                     else:
+                        li = rt[0]
                         mr = full_rows.get(b) or rows(b, rt)
                         c = mr[0][li]
                         st = free[li]
