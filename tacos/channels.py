@@ -25,13 +25,6 @@ from tacos.errors import TacosError
 from topologies.cost_model import CostModel
 from topologies.topology import Topology
 
-PS_PER_NS = 1000
-
-
-def to_ps(ns: float) -> int:
-    """Nanoseconds to integer picoseconds (rounded)."""
-    return round(ns * PS_PER_NS)
-
 
 @dataclass(frozen=True)
 class LinkCost:
@@ -105,18 +98,16 @@ class Timed:
 
 
 def time_channel(net: Net, ch: Channel, chunk_bytes: float, cost: CostModel) -> Timed:
-    """Store-and-forward timing of one chunk along ``ch`` (each hop: latency + serialization;
-    each switch crossed adds the cost model's switch delay)."""
+    """Store-and-forward timing of one chunk along ``ch``, hop by hop as the cost model rounds
+    it (`CostModel.hop_ps`: latency + serialization, plus the switch delay into a switch)."""
     hops = []
-    off = 0.0
+    off = 0
     for i, li in enumerate(ch.links):
-        lk = net.links[li]
-        ser = chunk_bytes / lk.bandwidth_bytes_per_ns
-        hops.append((li, to_ps(off), to_ps(off + ser) - to_ps(off)))
-        off += lk.latency_ns + ser
-        if i + 1 < len(ch.links) and ch.nodes[i + 1] >= net.num_npus:
-            off += cost.switch_delay_ns
-    return Timed(tuple(hops), to_ps(off))
+        into_switch = i + 1 < len(ch.links) and ch.nodes[i + 1] >= net.num_npus
+        ser, arrive = cost.hop_ps(net.links[li], chunk_bytes, into_switch)
+        hops.append((li, off, ser))
+        off += arrive
+    return Timed(tuple(hops), off)
 
 
 def check_placement(collective: Collective, topology: Topology) -> list[int]:

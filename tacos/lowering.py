@@ -5,12 +5,22 @@ Each transfer becomes one Send (on the sender, its route as a hint, the route's 
 planned time (receives before sends at equal times), and each depends on:
 
 - Send: the operation that made its source data (the receive that brought the chunk, or the last
-  reducing receive into the partial sum); the previous send on the same first link (the link's
-  schedule, so the link order travels with the program); in forward phases, when the planned
-  start is later than those, the sender's operation that completes at exactly that time.
+  reducing receive into the partial sum); in forward phases, when the planned start is later
+  than both that data and the end of the previous send on the same first link, the sender's
+  operation that completes at exactly that time (``tdep``); and the link's order (below).
 - Reducing receive: the previous receive into the same slot (by planned arrival), or the copy of
   the rank's own contribution into the accumulator.
 - Receive of the second phase of an All-Reduce: the first-phase send that read the same slot.
+
+A link serves its sends first come, first served, and a simulator (collc's or ASTRA-sim's)
+issues the nodes that become ready at one instant in ascending id order. So the planned order of
+the sends on a first link travels as dependencies that never wait for a send to complete (under
+``on-arrival`` that would cost a whole delivery): each send also depends on every operation that
+the earlier sends on its link wait for and that completes last (all of them on a tie), by the
+times of the replay (`tacos.timing`), which these dependencies do not change. A send then
+becomes ready no earlier than the sends before it on its link and, at the same instant, after
+them in id order, so it joins the link's queue behind them, and the link keeps the planned
+order without idling.
 
 Forward phases (All-Gather, Broadcast, Gather, the second half of All-Reduce) write received
 chunks into the output slot of the chunk. Reverse phases (Reduce-Scatter, Reduce, Scatter, the
@@ -22,6 +32,7 @@ The result is built with numpy in time linear in the number of operations (plus 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,23 +58,39 @@ class Phase:
 
 
 @dataclass
-class Lowered:
-    """The program, and the transfer graph the replay times: per transfer ``src``, ``dst``,
-    ``route``, planned ``start``/``arrive``, ``reduce``; dependencies as CSR over *events*
-    (``2g`` = receive of transfer g completes, ``2g+1`` = send of g completes): ``send_dep_*``
-    for what a send waits on, ``recv_dep_*`` for what a receive waits on."""
+class Transfers:
+    """The transfer graph the replay times: per transfer ``src``, ``dst``, ``route``, planned
+    ``start``/``arrive`` (ps), ``reduce``, and ``key``, the position of its send in the program
+    (rank by rank, then program order: a simulator's task order); dependencies as CSR over
+    *events* (``2g`` = receive of transfer g completes, ``2g+1`` = send of g completes):
+    ``send_dep_*`` for what a send waits on, ``recv_dep_*`` for what a receive waits on. The
+    dependencies that keep each link's planned order are not among them (the replay keeps that
+    order itself)."""
 
-    program: Program
     src: I64
     dst: I64
     route: I64
     start: I64
     arrive: I64
     reduce: npt.NDArray[np.bool_]
+    key: I64
     send_dep_off: I64
     send_dep: I64
     recv_dep_off: I64
     recv_dep: I64
+
+
+Timer = Callable[[Transfers], I64]
+"""Times a transfer graph: the completion time (ps) of every event, ``2g`` and ``2g+1``."""
+
+
+@dataclass
+class Lowered:
+    """The program, its transfer graph, and the time of every event by the timer."""
+
+    program: Program
+    transfers: Transfers
+    events: I64
 
 
 def _ordered(perm: I64, parts: list[I64], dtype: type) -> npt.NDArray[Any]:
@@ -110,11 +137,16 @@ def lower(
     origin: I64,
     *,
     name: str,
+    timer: Timer,
+    on_arrival: bool = False,
 ) -> Lowered:
     """Lower ``phases`` (in order) into a Program for ``collective``; see the module docstring.
 
     ``num_chunks`` is the number of chunk ids; ``origin[X]`` is the rank chunk ``X`` starts at in
-    forward phases (or ends at, in reverse phases: its owner, -1 for a Reduce's root chunk)."""
+    forward phases (or ends at, in reverse phases: its owner, -1 for a Reduce's root chunk).
+    ``timer`` times the transfer graph (`tacos.timing`); the link-order dependencies are
+    chosen by its times. ``on_arrival``: sends complete when their message has arrived (for
+    timing dependencies)."""
     c = collective
     R, cf, kind = c.num_ranks, c.chunks_per_rank, c.kind
     K = num_chunks
@@ -136,12 +168,19 @@ def lower(
     # Provisional op ids: send of g = g, recv of g = G + g, copies from 2G.
     dep_op: list[I64] = []
     dep_on: list[I64] = []
+    # What each send waits for, with the planned completion time: (send, op, time).
+    waits: list[tuple[I64, I64, I64]] = []
 
     def add(ops: I64, on: I64) -> None:
         # Op ids stay below 2**31 (tens of millions of ops); int32 halves the largest arrays.
         m = on >= 0
         dep_op.append(ops[m].astype(np.int32))
         dep_on.append(on[m].astype(np.int32))
+
+    def add_send(g: I64, on: I64, at: I64) -> None:
+        add(g, on)
+        m = on >= 0
+        waits.append((g[m], on[m], at[m]))
 
     send_src_buf = np.full(G, NONE, dtype=np.int64)
     send_src_idx = np.full(G, NONE, dtype=np.int64)
@@ -174,7 +213,7 @@ def lower(
             data = deliv[s * K + x]
             if last_rev is not None:
                 data = np.where(own, last_rev[s * K + x], data)
-            add(g, np.where(data >= 0, G + data, -1))
+            add_send(g, np.where(data >= 0, G + data, -1), arrive[np.maximum(data, 0)])
             if rev_send is not None:
                 war = rev_send[d * K + x]
                 add(G + g, war)
@@ -228,7 +267,8 @@ def lower(
                         )
                     )
                     copy_key_first = np.concatenate([copy_key_first, fr[need]])
-            add(g, np.where(holder, G + last_rev[s * K + x], -1))
+            held = last_rev[s * K + x]
+            add_send(g, np.where(holder, G + held, -1), arrive[np.maximum(held, 0)])
             rev_send = np.full(R * K, -1, dtype=np.int64)
             rev_send[s * K + x] = g
     # The schedule on each first link.
@@ -237,16 +277,16 @@ def lower(
     chain = np.full(G, -1, dtype=np.int64)
     same = lk[order][1:] == lk[order][:-1]
     chain[order[1:][same]] = order[:-1][same]
-    add(gidx, chain)
-    # Timing deps when the chain does not already explain the start.
+    # Timing deps when neither the data nor the link explains the start.
     for g, tg, natural in timing_ops:
         ch = chain[g]
         ch_done = np.where(ch >= 0, start[np.maximum(ch, 0)] + ser0[route[np.maximum(ch, 0)]], 0)
         need_t = (tg >= 0) & (start[g] > np.maximum(ch_done, natural))
-        op = np.where(tg & 1, tg >> 1, G + (tg >> 1))
-        add(g[need_t], op[need_t])
-
-    del timing_ops, chain, lk, order, same, X
+        j = tg >> 1
+        op = np.where(tg & 1, j, G + j)
+        done = arrive[j] if on_arrival else np.where(tg & 1, start[j] + ser0[route[j]], arrive[j])
+        add_send(g[need_t], op[need_t], np.where(tg & 1, done, arrive[j])[need_t])
+    del timing_ops, chain, same, X
     # Initial copies of the collective (not in place).
     if not c.inplace:
         init = _initial_copies(c)
@@ -323,6 +363,36 @@ def lower(
     d_op = np.concatenate(dep_op) if dep_op else np.zeros(0, np.int32)
     d_on = np.concatenate(dep_on) if dep_on else np.zeros(0, np.int32)
     del dep_op[:], dep_on[:]
+    # The transfer graph, timed; then the dependencies that keep each link's order, by the
+    # times the replay found (which they do not change).
+    ev_of = np.concatenate([2 * gidx + 1, 2 * gidx, np.full(C, -1, np.int64)])
+    ev_dep = ev_of[d_on]
+    keep = ev_dep >= 0
+    is_s = d_op < G
+    is_r = keep & ~is_s & (d_op < 2 * G)
+    s_off, s_dep = _csr(d_op[keep & is_s], ev_dep[keep & is_s], G)
+    r_off, r_dep = _csr(d_op[is_r] - G, ev_dep[is_r], G)
+    del ev_dep, keep, is_s, is_r
+    transfers = Transfers(
+        src,
+        dst,
+        route,
+        start,
+        arrive,
+        reduce,
+        pos[:G].astype(np.int64),
+        s_off,
+        s_dep.astype(np.int64),
+        r_off,
+        r_dep.astype(np.int64),
+    )
+    events = timer(transfers)
+    actual = [(w, op, events[ev_of[op]]) for w, op, _ in waits]
+    o_op, o_on = _link_order(order, lk, actual, G)
+    waits.clear()
+    del actual, order, lk
+    d_op = np.concatenate([d_op, o_op.astype(np.int32)])
+    d_on = np.concatenate([d_on, o_on.astype(np.int32)])
     local_on = pos[d_on] - rank_offsets[o_rank32[d_on]].astype(np.int32)
     dep_off, deps = _csr(pos[d_op], local_on, n_ops)
     del local_on
@@ -349,16 +419,55 @@ def lower(
     program = Program.from_columns(
         c, rank_offsets, columns, dep_off, deps, sizes_arr, route_off, route_nodes, name=name
     )
-    # The transfer graph for the replay, in events.
-    ev_of = np.concatenate([2 * gidx + 1, 2 * gidx, np.full(C, -1, np.int64)])
-    ev_dep = ev_of[d_on]
-    keep = ev_dep >= 0
-    is_s = d_op < G
-    s_off, s_dep = _csr(d_op[keep & is_s], ev_dep[keep & is_s], G)
-    r_off, r_dep = _csr(
-        d_op[keep & ~is_s & (d_op < 2 * G)] - G, ev_dep[keep & ~is_s & (d_op < 2 * G)], G
-    )
-    return Lowered(program, src, dst, route, start, arrive, reduce, s_off, s_dep, r_off, r_dep)
+    return Lowered(program, transfers, events)
+
+
+def _link_order(
+    order: I64, link: I64, waits: list[tuple[I64, I64, I64]], G: int
+) -> tuple[I64, I64]:
+    """The dependencies that keep each first link's sends in planned order (module docstring).
+
+    ``order`` lists the transfers link by link in planned order; ``waits`` holds, per send, the
+    operations it waits for with their completion times (the replay's). Along each link, the latest
+    planned time waited for so far is a running maximum; a send depends on every operation
+    that an earlier-or-same send of its link waits for at exactly that maximum. Returns
+    ``(sends, ops)`` pairs (duplicates of existing dependencies are dropped later).
+    """
+    empty = np.zeros(0, dtype=np.int64)
+    if G == 0 or not waits:
+        return empty, empty
+    w_send = np.concatenate([w[0] for w in waits]).astype(np.int64)
+    w_op = np.concatenate([w[1] for w in waits]).astype(np.int64)
+    w_at = np.concatenate([w[2] for w in waits]).astype(np.int64)
+    pos = np.empty(G, dtype=np.int64)
+    pos[order] = np.arange(G, dtype=np.int64)
+    seq_link = link[order]
+    # Per position, the latest time its send waits for (-1: nothing), then the running maximum
+    # along each link (links are contiguous in `order`; an offset per link keeps them apart).
+    own = np.full(G, -1, dtype=np.int64)
+    np.maximum.at(own, pos[w_send], w_at)
+    starts = np.flatnonzero(np.concatenate([[True], seq_link[1:] != seq_link[:-1]]))
+    group = np.cumsum(np.isin(np.arange(G), starts)) - 1
+    span = int(max(int(own.max()), 0)) + 2
+    run_max = np.maximum.accumulate(own + group * span) - group * span
+    # A run: consecutive positions of one link with the same running maximum.
+    new_run = np.ones(G, dtype=bool)
+    new_run[1:] = (seq_link[1:] != seq_link[:-1]) | (run_max[1:] != run_max[:-1])
+    run_end = np.empty(G, dtype=np.int64)
+    ends = np.concatenate([np.flatnonzero(new_run)[1:], [G]])
+    run_end[np.flatnonzero(new_run)] = ends
+    run_end = np.maximum.accumulate(np.where(new_run, run_end, 0))
+    # Each wait at its position's running maximum binds every send from there to the run's end.
+    p = pos[w_send]
+    at_max = (w_at == run_max[p]) & (w_at >= 0)
+    p, op = p[at_max], w_op[at_max]
+    lens = run_end[p] - p
+    total = int(lens.sum())
+    if total == 0:
+        return empty, empty
+    first = np.cumsum(lens) - lens
+    targets = np.repeat(p - first, lens) + np.arange(total, dtype=np.int64)
+    return order[targets], np.repeat(op, lens)
 
 
 def _accumulator(c: Collective, rank: I64, x: I64, origin: I64) -> tuple[I64, I64]:

@@ -16,9 +16,13 @@ link can bring them now, so ``v``'s last chunks do not end up queued on one in-l
 chunks few ranks hold.
 
 Sends start only at event times of their sender: the arrival of a chunk there or the end of one
-of its sends. So every start time is the completion time of an operation of the sending rank,
-which lowering turns into a dependency, and a simulator replaying the program reproduces the
-schedule exactly.
+of its sends' serialization (its link is free again). A simulator serves each link first come,
+first served, so a send queued on its link early starts when the link frees; lowering orders each
+link's sends by dependencies on the data of earlier sends (never on a send's completion) and
+adds a dependency only for a start that neither its data nor its link explains. For that, each
+send records ``tdep``: an operation of the sender completing at its start time under the cost
+model's completion rule (a receive's arrival; a send's departure under ``on-departure``, its
+delivery under ``on-arrival``).
 
 Two modes: ``spread`` (every rank needs every chunk: All-Gather, Broadcast) and ``sink`` (one
 rank needs every chunk: Gather; chunks move only to ranks strictly closer to the sink, and each
@@ -70,9 +74,11 @@ def spread(
     seed: int,
     sink: int = -1,
     progress: Progress | None = None,
+    on_arrival: bool = False,
 ) -> Plan:
     """Synthesize the movement of chunks ``k`` (at rank ``chunk_src[k]`` at time 0) to every rank
-    (``sink < 0``) or to rank ``sink``. See the module docstring."""
+    (``sink < 0``) or to rank ``sink``. ``on_arrival``: sends complete when their message has
+    arrived (for ``tdep``). See the module docstring."""
     R = num_ranks
     K = len(chunk_src)
     rng = random.Random(seed)
@@ -143,8 +149,9 @@ def spread(
     t_tdep: list[int] = []
     events: dict[int, list[int]] = {}
     times: list[int] = []
-    last = [-1] * R
-    mark = [-1] * R
+    last = [-1] * R  # per rank, an operation completing at `done_at` (for tdep)
+    done_at = [-1] * R
+    mark = [-1] * R  # per rank, the time it was last made active
     pending = [0] * R  # future events at each rank: arrivals to it, ends of its sends
     served = 0
     makespan = 0
@@ -247,7 +254,7 @@ def spread(
                     t_chunk.append(k)
                     t_chan.append(ch)
                     t_start.append(t)
-                    t_tdep.append(last[u] if mark[u] == t else -1)
+                    t_tdep.append(last[u] if done_at[u] == t else -1)
                     pending[u] += 1
                     pending[v] += 1
                     ta = t + dur
@@ -281,8 +288,6 @@ def spread(
                 t = woken = min(later)
             exact = False
             active = [u for u in range(R) if (fwd[u] if sink >= 0 else has[u])]
-            for u in active:
-                mark[u] = -1
             continue
         t = heapq.heappop(times)
         active = []
@@ -290,6 +295,9 @@ def spread(
             tid = code >> 1
             if code & 1:
                 x = ch_src[t_chan[tid]]
+                if not on_arrival:
+                    last[x] = code
+                    done_at[x] = t
             else:
                 x = ch_dst[t_chan[tid]]
                 b = 1 << t_chunk[tid]
@@ -299,7 +307,12 @@ def spread(
                 else:
                     has[x] |= b
                     inc[x] &= ~b
-            last[x] = code
+                last[x] = code
+                done_at[x] = t
+                if on_arrival:
+                    w = ch_src[t_chan[tid]]
+                    last[w] = code | 1
+                    done_at[w] = t
             pending[x] -= 1
             if mark[x] != t:
                 mark[x] = t

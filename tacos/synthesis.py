@@ -23,7 +23,6 @@ import numpy.typing as npt
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
 from chakra_ir.program import Program, ProgramBuilder, Slice
 from tacos.channels import (
-    PS_PER_NS,
     Channel,
     Net,
     Timed,
@@ -32,12 +31,12 @@ from tacos.channels import (
     time_channel,
 )
 from tacos.errors import TacosError
-from tacos.lowering import Lowered, Phase, lower
+from tacos.lowering import Lowered, Phase, Timer, Transfers, lower
 from tacos.matching import Plan, spread
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
-from tacos.timing import replay, replay_single_hop
-from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from tacos.timing import Replay, replay, replay_single_hop
+from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
 from topologies.topology import Topology
 
 I64 = npt.NDArray[np.int64]
@@ -88,8 +87,9 @@ class Synthesis:
     ``estimated_ns``: the cost-model time of ``program`` (the replay of its schedule);
     ``seconds``: wall time of synthesis and lowering (not verification); ``seed``: the seed of
     the kept schedule; ``phases_ns``: the makespan of each synthesized phase as planned;
-    ``transfers``: messages in the program; ``fifo_exact``: whether every shared link serves its
-    messages in the order they reach it in the replay (see `tacos.timing`).
+    ``transfers``: messages in the program; ``plan_exact``: whether the program runs exactly
+    as planned (every send starts at its planned time), so ``estimated_ns`` is the planned
+    makespan; when not, ``estimated_ns`` is still the program's replayed time.
     """
 
     program: Program
@@ -99,7 +99,7 @@ class Synthesis:
     chunk_bytes: float
     phases_ns: dict[str, float] = field(default_factory=dict)
     transfers: int = 0
-    fifo_exact: bool = True
+    plan_exact: bool = True
 
 
 def synthesize(
@@ -160,6 +160,7 @@ def synthesize(
                 seed=seed + i,
                 sink=sink,
                 progress=_scaled(say, a, b),
+                on_arrival=cost.on_arrival,
             )
             if best is None or plan.makespan < best[0].makespan:
                 best = (plan, seed + i)
@@ -184,10 +185,8 @@ def synthesize(
         origin = np.full(cf, root, dtype=np.int64)
     sink = root if kind in (CollectiveKind.GATHER, CollectiveKind.SCATTER) else -1
     forward = kind in (CollectiveKind.ALLGATHER, CollectiveKind.BROADCAST, CollectiveKind.GATHER)
-    exact_plan = True
     if forward:
         plan, chans, _tm, used = solve(net, src, sink, 0.0, 0.8)
-        exact_plan = plan.exact
         phases.append(Phase(forward_phase(plan, chans, routes), True, False))
         phases_ns[kind.value] = plan.makespan / PS_PER_NS
     elif kind is not CollectiveKind.ALLREDUCE:
@@ -214,18 +213,19 @@ def synthesize(
         phases_ns[CollectiveKind.REDUCE_SCATTER.value] = rs_span / PS_PER_NS
         phases_ns[CollectiveKind.ALLGATHER.value] = plan.makespan / PS_PER_NS
     say(0.85)
-    low = _lower(collective, phases, routes, origin, name)
-    say(0.92)
-    if forward and exact_plan:
-        estimate_ps = int(low.arrive.max())
-        exact = True
-    else:
-        single = all(len(tm.hops) == 1 for tm in routes.timed)
+    single = all(len(tm.hops) == 1 for tm in routes.timed)
+    timed: list[Replay] = []
+
+    def timer(tr: Transfers) -> I64:
         rp = (replay_single_hop if single else replay)(
-            low, routes.timed, cost.reduction_ns(chunk_bytes)
+            tr, routes.timed, cost.reduction_ns(chunk_bytes), cost.on_arrival
         )
-        estimate_ps = rp.finish_ps
-        exact = rp.fifo_exact
+        timed.append(rp)
+        return rp.events
+
+    low = _lower(collective, phases, routes, origin, name, timer, cost.on_arrival)
+    say(0.92)
+    estimate_ps = timed[0].finish_ps
     say(1.0)
     return Synthesis(
         low.program,
@@ -234,8 +234,8 @@ def synthesize(
         used,
         chunk_bytes,
         phases_ns,
-        len(low.src),
-        exact,
+        len(low.transfers.src),
+        bool(np.array_equal(timed[0].start, low.transfers.start)),
     )
 
 
@@ -266,10 +266,25 @@ _KEEP: dict[str, object] | None = None
 
 
 def _lower(
-    collective: Collective, phases: list[Phase], routes: Routes, origin: I64, name: str
+    collective: Collective,
+    phases: list[Phase],
+    routes: Routes,
+    origin: I64,
+    name: str,
+    timer: Timer,
+    on_arrival: bool,
 ) -> Lowered:
     num_chunks = len(origin)
-    low = lower(collective, phases, routes.arrays(), num_chunks, origin, name=name)
+    low = lower(
+        collective,
+        phases,
+        routes.arrays(),
+        num_chunks,
+        origin,
+        name=name,
+        timer=timer,
+        on_arrival=on_arrival,
+    )
     if _KEEP is not None:
         _KEEP["low"] = low
         _KEEP["routes"] = routes

@@ -1,147 +1,209 @@
 """The replay: the cost-model time of a lowered program, as a simulator computes it.
 
-Rules (`topologies.cost_model`): a Send is issued when its dependencies complete and enters its
-first link; every link is a FIFO server busy for the serialization time; a message crosses its
-route hop by hop, store-and-forward (latency + serialization per hop, plus the switch delay); a
-Send completes when its first hop's serialization ends; a Recv completes when its message has
-arrived and its own dependencies are done, plus the reduction time for a reducing receive.
+Rules (`topologies.cost_model`): a Send is issued when its dependencies complete and joins the
+queue of its first link; every link is a FIFO server busy for the serialization time; a message
+crosses its route hop by hop, store-and-forward (latency + serialization per hop, plus the switch
+delay); a Send completes by the completion rule (its first hop's serialization ends, or its
+message has arrived); a Recv completes when its message has arrived and its own dependencies are
+done, plus the reduction time for a reducing receive.
 
-Events are processed in the order of the synthesizer's planned times, which is a topological
-order of all these dependencies. A link shared by messages of different senders (a switch port,
-a relay's link) serves them in planned order; ``fifo_exact`` says whether that order is also the
-order in which they reached the link (so a FIFO simulator agrees; ties count as not exact).
+Two things the program's dependencies leave to the simulator are fixed here as the simulator
+fixes them (`backends.sim.engine`):
+
+- A first link serves its sends in planned order: lowering adds the dependencies that make a
+  simulator queue them so (see `tacos.lowering`), and the replay runs before those exist, so
+  it holds each send until the one planned before it on its link has been queued.
+- A shared link (a switch port, a relay's link) serves the messages that reach it at one
+  instant in the order of their sends' positions in the program (``Transfers.key``), as the
+  simulator handles the events of one instant in task order.
+
+The replay is event-driven in time order, so it stays exact when the actual times differ from
+the planned ones. Times are integer picoseconds.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from tacos.channels import Timed, to_ps
-from tacos.lowering import Lowered
+from tacos.channels import Timed
+from tacos.lowering import Transfers
+from topologies.cost_model import to_ps
 
 I64 = npt.NDArray[np.int64]
+
+_ENQ, _HOP = 0, 1
 
 
 @dataclass(frozen=True)
 class Replay:
-    """``finish_ps``: when the last receive completes; per transfer actual ``start``/``done``
-    (receive completion) in ps; ``fifo_exact`` as in the module docstring."""
+    """``finish_ps``: when the last receive completes; per transfer the actual ``start`` and
+    ``done`` (receive completion) in ps; ``events``: the completion time of every event
+    (``2g`` the receive of transfer g, ``2g+1`` its send)."""
 
     finish_ps: int
     start: I64
     done: I64
-    fifo_exact: bool
+    events: I64
 
 
-def replay(low: Lowered, timed: list[Timed], reduction_ns: float = 0.0) -> Replay:
-    """Time ``low`` under the cost model; see the module docstring."""
-    G = len(low.src)
-    red = to_ps(reduction_ns)
-    route = low.route.tolist()
+def _empty() -> Replay:
+    z = np.zeros(0, np.int64)
+    return Replay(0, z, z, z)
+
+
+def _link_successors(link0: I64, start: I64) -> tuple[I64, I64]:
+    """Per transfer, the next transfer planned on its first link (-1: none), and per transfer
+    whether it is the first on its link."""
+    G = len(link0)
+    order = np.lexsort((np.arange(G, dtype=np.int64), start, link0))
+    nxt = np.full(G, -1, dtype=np.int64)
+    same = link0[order][1:] == link0[order][:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    head = np.ones(G, dtype=np.int64)
+    head[order[1:][same]] = 0
+    return nxt, head
+
+
+def replay(
+    tr: Transfers, timed: list[Timed], reduction_ns: float = 0.0, on_arrival: bool = False
+) -> Replay:
+    """Time the transfer graph ``tr`` under the cost model; see the module docstring.
+    ``on_arrival``: a Send completes when its message has arrived (else when its last byte
+    has left)."""
+    G = len(tr.src)
     if G == 0:
-        return Replay(0, np.zeros(0, np.int64), np.zeros(0, np.int64), True)
-    multi = any(len(tm.hops) > 1 for tm in timed)
-    # Events: receives (kind 0) at planned arrival, sends (kind 1) at planned start, and for
-    # multi-hop routes every later hop (kind 1, hop index k) at its planned start.
-    if multi:
-        hop_n = np.array([len(tm.hops) for tm in timed], dtype=np.int64)[low.route]
-        hop_off = [tuple(h[1] for h in tm.hops) for tm in timed]
-        tg = np.repeat(np.arange(G, dtype=np.int64), hop_n)
-        first = np.zeros(G + 1, dtype=np.int64)
-        np.cumsum(hop_n, out=first[1:])
-        k = np.arange(len(tg), dtype=np.int64) - first[tg]
-        offs = np.array([o for tm in timed for o in (h[1] for h in tm.hops)], dtype=np.int64)
-        r_first = np.zeros(len(timed) + 1, dtype=np.int64)
-        np.cumsum([len(tm.hops) for tm in timed], out=r_first[1:])
-        ht = low.start[tg] + offs[r_first[low.route[tg]] + k]
-        times = np.concatenate([low.arrive, ht])
-        kinds = np.concatenate([np.zeros(G, np.int64), np.ones(len(tg), np.int64)])
-        ids = np.concatenate([np.arange(G, dtype=np.int64), tg])
-        ks = np.concatenate([np.full(G, -1, np.int64), k])
-        order = np.lexsort((ks, ids, kinds, times))
-        ev_kind, ev_id, ev_k = kinds[order].tolist(), ids[order].tolist(), ks[order].tolist()
-        del hop_off
-    else:
-        times = np.concatenate([low.arrive, low.start])
-        kinds = np.concatenate([np.zeros(G, np.int64), np.ones(G, np.int64)])
-        ids = np.concatenate([np.arange(G, dtype=np.int64), np.arange(G, dtype=np.int64)])
-        order = np.lexsort((ids, kinds, times))
-        ev_kind, ev_id = kinds[order].tolist(), ids[order].tolist()
-        ev_k = [0] * len(ev_id)
+        return _empty()
+    red = to_ps(reduction_ns)
+    route = tr.route.tolist()
+    key = tr.key.tolist()
     hops = [tm.hops for tm in timed]
-    durs = [tm.dur for tm in timed]
     travel = []
     for tm in timed:
-        offs_l = [h[1] for h in tm.hops] + [tm.dur]
-        travel.append([offs_l[i + 1] - offs_l[i] for i in range(len(tm.hops))])
-    s_off, s_dep = low.send_dep_off.tolist(), low.send_dep.tolist()
-    r_off, r_dep = low.recv_dep_off.tolist(), low.recv_dep.tolist()
-    reduce = low.reduce.tolist()
-    # done[2g] = receive of g complete, done[2g+1] = send of g complete.
-    done = [0] * (2 * G)
-    at_node = [0] * G  # arrival at the current node of each message
-    start_a = [0] * G
+        offs = [h[1] for h in tm.hops] + [tm.dur]
+        travel.append([offs[i + 1] - offs[i] for i in range(len(tm.hops))])
+    link0_np = np.array([tm.hops[0][0] for tm in timed], dtype=np.int64)[tr.route]
+    nxt_np, head_np = _link_successors(link0_np, tr.start)
+    nxt = nxt_np.tolist()
+    link0 = link0_np.tolist()
     n_links = 1 + max(h[0] for tm in timed for h in tm.hops)
+    turn = [-1] * n_links  # per first link, the transfer whose turn it is to be queued
+    for g in np.flatnonzero(head_np).tolist():
+        turn[link0[g]] = g
     free = [0] * n_links
-    last_arr = [-1] * n_links
-    exact = True
-    for kind, g, k in zip(ev_kind, ev_id, ev_k, strict=True):
-        rt = route[g]
-        if kind == 0:
-            t = at_node[g]
-            for j in range(r_off[g], r_off[g + 1]):
-                d = done[r_dep[j]]
-                if d > t:
-                    t = d
-            if reduce[g]:
-                t += red
-            done[2 * g] = t
-        elif k == 0:
-            t = 0
-            for j in range(s_off[g], s_off[g + 1]):
-                d = done[s_dep[j]]
-                if d > t:
-                    t = d
-            link, _, ser = hops[rt][0]
-            if free[link] > t:
-                t = free[link]
-            start_a[g] = t
-            free[link] = t + ser
-            done[2 * g + 1] = t + ser
-            at_node[g] = t + (travel[rt][0] if multi else durs[rt])
-        else:
-            link, _, ser = hops[rt][k]
-            t = at_node[g]
-            f = free[link]
-            la = last_arr[link]
-            if t < la or (t == la and f > t):
-                exact = False
-            last_arr[link] = t
-            if f > t:
-                t = f
-            free[link] = t + ser
-            at_node[g] = t + travel[rt][k]
-    done_r = np.array(done[0::2], dtype=np.int64)
-    return Replay(int(done_r.max()), np.array(start_a, dtype=np.int64), done_r, exact)
+    # Successors of every event (2g: receive of g, 2g+1: send of g), sends and receives apart.
+    s_off, s_dep = tr.send_dep_off, tr.send_dep
+    r_off, r_dep = tr.recv_dep_off, tr.recv_dep
+    need_s = np.diff(s_off).tolist()
+    need_r = (np.diff(r_off) + 1).tolist()  # the message itself, then the dependencies
+    s_owner = np.repeat(np.arange(G, dtype=np.int64), np.diff(s_off))
+    r_owner = np.repeat(np.arange(G, dtype=np.int64), np.diff(r_off))
+    so = np.argsort(s_dep, kind="stable")
+    ro = np.argsort(r_dep, kind="stable")
+    s_succ_off = np.zeros(2 * G + 1, dtype=np.int64)
+    np.cumsum(np.bincount(s_dep, minlength=2 * G), out=s_succ_off[1:])
+    r_succ_off = np.zeros(2 * G + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r_dep, minlength=2 * G), out=r_succ_off[1:])
+    s_succ, s_so = s_owner[so].tolist(), s_succ_off.tolist()
+    r_succ, r_so = r_owner[ro].tolist(), r_succ_off.tolist()
+    reduce = tr.reduce.tolist()
+
+    ready_s = [0] * G
+    ready_r = [0] * G
+    parked = [-1] * G  # a send whose dependencies are done, waiting for its turn on its link
+    events = [-1] * (2 * G)
+    start = [0] * G
+    heap: list[tuple[int, int, int, int, int]] = [
+        (0, key[g], _ENQ, g, 0) for g in range(G) if need_s[g] == 0
+    ]
+    heapq.heapify(heap)
+    push = heapq.heappush
+
+    def complete(e: int, at: int) -> None:
+        # Event e happens at `at` (never before the current time): pass it on.
+        stack = [(e, at)]
+        while stack:
+            ev, t = stack.pop()
+            events[ev] = t
+            for i in range(s_so[ev], s_so[ev + 1]):
+                g = s_succ[i]
+                if ready_s[g] < t:
+                    ready_s[g] = t
+                need_s[g] -= 1
+                if need_s[g] == 0:
+                    push(heap, (ready_s[g], key[g], _ENQ, g, 0))
+            for i in range(r_so[ev], r_so[ev + 1]):
+                g = r_succ[i]
+                if ready_r[g] < t:
+                    ready_r[g] = t
+                need_r[g] -= 1
+                if need_r[g] == 0:
+                    stack.append((2 * g, ready_r[g] + (red if reduce[g] else 0)))
+
+    def hop(g: int, k: int, t: int) -> None:
+        # Message g requests hop k of its route at t.
+        link, _, ser = hops[route[g]][k]
+        st = free[link]
+        if st < t:
+            st = t
+        free[link] = st + ser
+        if k == 0:
+            start[g] = st
+            if not on_arrival:
+                complete(2 * g + 1, st + ser)
+        push(heap, (st + travel[route[g]][k], key[g], _HOP, g, k + 1))
+
+    while heap:
+        t, _, typ, g, k = heapq.heappop(heap)
+        if typ == _ENQ:
+            ln = link0[g]
+            if turn[ln] != g:
+                parked[g] = t
+                continue
+            while True:
+                hop(g, 0, t)
+                g = nxt[g]
+                turn[ln] = g
+                if g < 0 or parked[g] < 0:
+                    break
+        elif k < len(hops[route[g]]):
+            hop(g, k, t)
+        else:  # delivered
+            if on_arrival:
+                complete(2 * g + 1, t)
+            if ready_r[g] < t:
+                ready_r[g] = t
+            need_r[g] -= 1
+            if need_r[g] == 0:
+                complete(2 * g, ready_r[g] + (red if reduce[g] else 0))
+    ev = np.array(events, dtype=np.int64)
+    done_r = ev[0::2]
+    return Replay(int(done_r.max()), np.array(start, dtype=np.int64), done_r.copy(), ev)
 
 
-def replay_single_hop(low: Lowered, timed: list[Timed], reduction_ns: float = 0.0) -> Replay:
+def replay_single_hop(
+    tr: Transfers, timed: list[Timed], reduction_ns: float = 0.0, on_arrival: bool = False
+) -> Replay:
     """`replay` for programs whose every route is one link, vectorized: events are processed
     in groups of equal planned time (receives before sends), each group with numpy. With one
-    hop per message no link is ever shared by two senders, so no FIFO order is involved."""
-    G = len(low.src)
+    hop per message a link carries the sends of one rank only, in planned order, and no two
+    sends of a group share a link; every dependency was planned no later than what waits on
+    it, so planned order is a valid order of work."""
+    G = len(tr.src)
     if G == 0:
-        return Replay(0, np.zeros(0, np.int64), np.zeros(0, np.int64), True)
+        return _empty()
     red = to_ps(reduction_ns)
-    dur = np.array([tm.dur for tm in timed], dtype=np.int64)[low.route]
-    ser0 = np.array([tm.hops[0][2] for tm in timed], dtype=np.int64)[low.route]
+    dur = np.array([tm.dur for tm in timed], dtype=np.int64)[tr.route]
+    ser0 = np.array([tm.hops[0][2] for tm in timed], dtype=np.int64)[tr.route]
+    link = np.array([tm.hops[0][0] for tm in timed], dtype=np.int64)[tr.route]
+    free = np.zeros(int(link.max()) + 1, dtype=np.int64)
     done = np.zeros(2 * G, dtype=np.int64)
     at = np.zeros(G, dtype=np.int64)
     start = np.zeros(G, dtype=np.int64)
-    times = np.concatenate([low.arrive, low.start])
+    times = np.concatenate([tr.arrive, tr.start])
     kinds = np.concatenate([np.zeros(G, np.int64), np.ones(G, np.int64)])
     order = np.lexsort((kinds, times))
     t_sorted = times[order]
@@ -149,9 +211,9 @@ def replay_single_hop(low: Lowered, timed: list[Timed], reduction_ns: float = 0.
     cut = np.flatnonzero((t_sorted[1:] != t_sorted[:-1]) | (k_sorted[1:] != k_sorted[:-1])) + 1
     bounds = np.concatenate([[0], cut, [2 * G]])
     ids = np.where(order < G, order, order - G)
-    s_off, s_dep = low.send_dep_off, low.send_dep
-    r_off, r_dep = low.recv_dep_off, low.recv_dep
-    red_add = np.where(low.reduce, red, 0)
+    s_off, s_dep = tr.send_dep_off, tr.send_dep
+    r_off, r_dep = tr.recv_dep_off, tr.recv_dep
+    red_add = np.where(tr.reduce, red, 0)
 
     def seg_max(g: I64, off: I64, dep: I64) -> I64:
         lens = off[g + 1] - off[g]
@@ -171,10 +233,11 @@ def replay_single_hop(low: Lowered, timed: list[Timed], reduction_ns: float = 0.
         a, b = int(bounds[i]), int(bounds[i + 1])
         g = ids[a:b]
         if k_sorted[a] == 1:
-            st = seg_max(g, s_off, s_dep)
+            st = np.maximum(seg_max(g, s_off, s_dep), free[link[g]])
+            free[link[g]] = st + ser0[g]
             start[g] = st
-            done[2 * g + 1] = st + ser0[g]
             at[g] = st + dur[g]
+            done[2 * g + 1] = at[g] if on_arrival else st + ser0[g]
         else:
             for _ in range(b - a + 1):
                 val = np.maximum(at[g], seg_max(g, r_off, r_dep)) + red_add[g]
@@ -182,4 +245,4 @@ def replay_single_hop(low: Lowered, timed: list[Timed], reduction_ns: float = 0.
                     break
                 done[2 * g] = val
     done_r = done[0::2]
-    return Replay(int(done_r.max()), start, done_r.copy(), True)
+    return Replay(int(done_r.max()), start, done_r.copy(), done)

@@ -13,25 +13,84 @@ Choices, each deliberate:
   bandwidth stand for the switch port. It adds no processing delay of its own beyond
   ``switch_delay_ns`` (0 by default), and it does not reduce (in-network reduction is a later
   extension).
-- A Send completes when its last byte has left the sender (the first hop's serialization
-  ends): its source slots may then be reused. A Recv completes when the message has arrived.
+- When a Send completes is a stated rule, `Completion`, with two values:
+
+  - ``on-arrival`` (the default, ASTRA-sim's: both of its network frontends fire a send's
+    callback when the message has arrived): a node that depends on a Send waits for the
+    message's delivery at the receiver;
+  - ``on-departure`` (hardware whose DMA engines release the source buffer once it is read):
+    the Send completes when its last byte has left the sender (the first hop's serialization
+    ends).
+
+  A Recv completes when the message has arrived, under both rules. The rule changes only what
+  waits on a Send; no link is busier or freer under one rule than under the other.
 - A reduction of ``bytes`` costs ``bytes / reduce_bytes_per_ns``; with no reduction bandwidth
   set (the default) reductions are free. ASTRA-sim charges ``3 * bytes / local-mem-bw`` (one
   write, two reads): `CostModel.astrasim_reduction` builds that rule.
 - Copies inside a rank are free.
+
+Simulators and synthesizers keep time in whole picoseconds (`to_ps`): each hop's serialization
+and arrival time, each reduction and each compute duration is rounded to the picosecond once
+(`CostModel.hop_ps`), and everything after is integer arithmetic. Equal times are then equal
+wherever they are computed, so which of two messages reaches a link first never depends on
+floating-point noise, and a synthesizer can predict a simulator to the picosecond.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
 
-from topologies.topology import Link
+PS_PER_NS = 1000
+
+
+def to_ps(ns: float) -> int:
+    """Nanoseconds to whole picoseconds (nearest; halves to even)."""
+    return round(ns * PS_PER_NS)
+
+
+class LinkLike(Protocol):
+    """What the cost model reads of a link."""
+
+    @property
+    def latency_ns(self) -> float: ...
+
+    @property
+    def bandwidth_bytes_per_ns(self) -> float: ...
+
+
+class Completion(Enum):
+    """When a Send completes: see the module docstring."""
+
+    ON_ARRIVAL = "on-arrival"
+    ON_DEPARTURE = "on-departure"
+
+    @classmethod
+    def parse(cls, text: str) -> Completion:
+        """``on-arrival`` or ``on-departure``; ValueError naming the choices otherwise."""
+        for c in cls:
+            if c.value == text:
+                return c
+        raise ValueError(
+            f"unknown send completion {text!r} (expected one of {', '.join(COMPLETIONS)})"
+        )
+
+
+COMPLETIONS: tuple[str, ...] = tuple(c.value for c in Completion)
+"""The completion rules by name, the default first; CLI choices come from here."""
+DEFAULT_COMPLETION = Completion.ON_ARRIVAL
+LEGACY_COMPLETION = Completion.ON_DEPARTURE
+"""The rule of output folders written before the rule was recorded."""
 
 
 @dataclass(frozen=True)
 class CostModel:
     """Times in ns for bytes moved over links; see the module docstring for the rules."""
+
+    completion: Completion = DEFAULT_COMPLETION
+    """When a Send completes (its dependants may start)."""
 
     reduce_bytes_per_ns: float = 0.0
     """Reduction throughput; 0 means reductions take no time."""
@@ -39,22 +98,44 @@ class CostModel:
     """Extra delay per switch crossed (0: the switch port's link latency says it all)."""
 
     @classmethod
-    def astrasim_reduction(cls, local_mem_bw_gb_per_s: float) -> CostModel:
+    def astrasim_reduction(
+        cls, local_mem_bw_gb_per_s: float, completion: Completion = DEFAULT_COMPLETION
+    ) -> CostModel:
         """ASTRA-sim's rule: reducing m bytes costs 3m / local-mem-bw (decimal GB/s)."""
-        return cls(reduce_bytes_per_ns=local_mem_bw_gb_per_s / 3.0)
+        return cls(completion=completion, reduce_bytes_per_ns=local_mem_bw_gb_per_s / 3.0)
 
-    def serialization_ns(self, link: Link, nbytes: float) -> float:
+    @property
+    def on_arrival(self) -> bool:
+        """Whether a Send completes when its message has arrived."""
+        return self.completion is Completion.ON_ARRIVAL
+
+    def send_done_ns(self, departed_ns: float, arrived_ns: float) -> float:
+        """When a Send completes, given when its last byte left the sender and when the
+        message arrived at the receiver."""
+        return arrived_ns if self.on_arrival else departed_ns
+
+    def serialization_ns(self, link: LinkLike, nbytes: float) -> float:
         """How long ``nbytes`` keep ``link`` busy."""
         return nbytes / link.bandwidth_bytes_per_ns
 
-    def hop_ns(self, link: Link, nbytes: float) -> float:
+    def hop_ns(self, link: LinkLike, nbytes: float) -> float:
         """From the first byte entering ``link`` to the last byte arriving at its end."""
         return link.latency_ns + nbytes / link.bandwidth_bytes_per_ns
 
-    def path_ns(self, links: Iterable[Link], nbytes: float, switches_crossed: int = 0) -> float:
+    def path_ns(self, links: Iterable[LinkLike], nbytes: float, switches_crossed: int = 0) -> float:
         """Uncontended store-and-forward time of one message along ``links``."""
         total = sum(self.hop_ns(link, nbytes) for link in links)
         return total + switches_crossed * self.switch_delay_ns
+
+    def hop_ps(self, link: LinkLike, nbytes: float, into_switch: bool = False) -> tuple[int, int]:
+        """``(serialization, arrival)`` of one hop in whole ps: how long ``nbytes`` keep
+        ``link`` busy, and when their last byte has arrived at its far end (plus the switch
+        delay when that end is a switch), both from the hop's start."""
+        ser = to_ps(self.serialization_ns(link, nbytes))
+        arrive = to_ps(self.hop_ns(link, nbytes))
+        if into_switch:
+            arrive += to_ps(self.switch_delay_ns)
+        return ser, arrive
 
     def reduction_ns(self, nbytes: float) -> float:
         """Time to reduce ``nbytes`` into a buffer."""

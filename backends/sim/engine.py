@@ -13,14 +13,20 @@ Rules (all from `topologies.cost_model`, whose methods give every number):
 - With ``packet_bytes``, a message is cut into packets of that size (the last one shorter),
   all queued on the first link at once; each packet hops store-and-forward on its own, so
   consecutive hops pipeline. The message has arrived when its last packet has.
-- A SEND completes when its last byte has left the sender (the first hop's serialization
-  ends); a RECV completes when it has been issued and its message has arrived, plus its
-  ``duration_ns`` (a folded reduction, see `backends.sim.tasks`); a COMP takes its
-  ``duration_ns``.
+- A SEND completes by the cost model's completion rule: when its message has arrived at the
+  receiver (``on-arrival``), or when its last byte has left the sender, the first hop's
+  serialization end (``on-departure``); a message to the sender's own NPU crosses nothing and
+  is delivered when sent. A RECV completes when it has been issued and its message has
+  arrived, plus its ``duration_ns`` (a folded reduction, see `backends.sim.tasks`); a COMP
+  takes its ``duration_ns``.
 
-Requests are handled in time order; requests at the same time in the order they were made
-(a send's when it was issued, a hop's when its arrival was queued), so the same inputs always
-give the same figures. Only two things wait in the event queue: a send whose dependencies
+Times are whole picoseconds inside (`topologies.cost_model.to_ps`: every hop's serialization
+and arrival, every duration rounded once), reported in ns. Requests are handled in time order. The events of one instant (a message reaching the end of
+a hop, a send whose dependencies finished earlier becoming due) are handled in the order of
+their tasks (a message's is its send's), so messages that reach a shared link at the same
+instant are served in task order; a task issued at an instant because another finished then
+makes its request at once. The same inputs always give the same figures, and a producer can
+predict them (`tacos.timing` does). Only two things wait in the event queue: a send whose dependencies
 finish later, and the arrival of a message (or packet) at the far end of a hop. The queue is
 a heap of distinct times, each with its events in the order they were queued, so events
 sharing a time cost one heap operation in all. Everything else (completions, issues)
@@ -41,7 +47,7 @@ import numpy.typing as npt
 
 from backends.sim.errors import SimError
 from backends.sim.tasks import TaskGraph, TaskKind
-from topologies.cost_model import CostModel
+from topologies.cost_model import PS_PER_NS, CostModel
 from topologies.errors import TopologyError
 from topologies.topology import Link, Topology
 
@@ -175,14 +181,13 @@ def message_routes(graph: TaskGraph, topology: Topology) -> list[tuple[int, ...]
     return out
 
 
-Costs = list[float] | dict[int, float]
-"""Per link index, a time: a full row over all links, or only the links of one route."""
+Costs = list[int] | dict[int, int]
+"""Per link index, a time in ps: a full row over all links, or only the links of one route."""
 
 
 class HopCosts:
-    """Per message size, the serialization and arrival times of every link, from the cost
-    model: ``ser[l] = cost.serialization_ns(link, bytes)`` and ``arr[l] = cost.hop_ns(link,
-    bytes)`` plus ``cost.switch_delay_ns`` when the link ends at a switch.
+    """Per message size, the serialization and arrival times of every link in whole ps, from
+    the cost model: ``ser[l], arr[l] = cost.hop_ps(link, bytes, into_switch)``.
 
     Rows over all links are cached for the first `MAX_ROWS` sizes; beyond that, each message
     gets the entries of its own route only (cached per size and route).
@@ -193,9 +198,7 @@ class HopCosts:
     def __init__(self, topology: Topology, cost: CostModel) -> None:
         self.links = topology.links
         self.cost = cost
-        self.extra = [
-            cost.switch_delay_ns if topology.is_switch(lk.dst) else 0.0 for lk in self.links
-        ]
+        self.into_switch = [topology.is_switch(lk.dst) for lk in self.links]
         self.full: dict[int, tuple[Costs, Costs]] = {}
         self.partial: dict[tuple[int, tuple[int, ...]], tuple[Costs, Costs]] = {}
 
@@ -204,20 +207,17 @@ class HopCosts:
         v = self.full.get(nbytes)
         if v is not None:
             return v
-        cost, links, extra = self.cost, self.links, self.extra
+        cost, links, sw = self.cost, self.links, self.into_switch
         if len(self.full) < self.MAX_ROWS:
-            ser = [cost.serialization_ns(lk, nbytes) for lk in links]
-            arr = [cost.hop_ns(lk, nbytes) + x for lk, x in zip(links, extra, strict=True)]
-            v = (ser, arr)
+            both = [cost.hop_ps(lk, nbytes, x) for lk, x in zip(links, sw, strict=True)]
+            v = ([b[0] for b in both], [b[1] for b in both])
             self.full[nbytes] = v
             return v
         key = (nbytes, route)
         v = self.partial.get(key)
         if v is None:
-            v = (
-                {li: cost.serialization_ns(links[li], nbytes) for li in route},
-                {li: cost.hop_ns(links[li], nbytes) + extra[li] for li in route},
-            )
+            part = {li: cost.hop_ps(links[li], nbytes, sw[li]) for li in route}
+            v = ({li: b[0] for li, b in part.items()}, {li: b[1] for li, b in part.items()})
             self.partial[key] = v
         return v
 
@@ -277,7 +277,7 @@ def run_congestion(
     partner = int_array(graph.partners())
     kind = array("b", np.ascontiguousarray(graph.kind, dtype=np.int8).tobytes())
     nbytes = int_array(graph.nbytes)
-    dur = float_array(graph.duration_ns)
+    dur = float_array(np.rint(np.asarray(graph.duration_ns, dtype=np.float64) * PS_PER_NS))
     so_arr, succ_arr = graph.successors()
     so = int_array(so_arr)
     succ = int_array(succ_arr)
@@ -317,6 +317,7 @@ def run_congestion(
     rec_dur: list[float] = []
     rec_task: list[int] = []
     keep = keep_records
+    on_arrival = cost.on_arrival
 
     # Pending events: a heap of their distinct times and, per time, the codes of its events
     # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
@@ -334,6 +335,17 @@ def run_congestion(
     # its dependencies. A task that finishes when issued (a COMP, a RECV whose message is in,
     # a SEND once on its first link) passes its finish time on to its dependants at once.
     work: list[int] = roots(graph)
+
+    def delivered(e: int) -> None:
+        """Send ``e`` completes at ``now`` (on-arrival): pass that on to its dependants."""
+        finish[e] = now
+        for d in succ[so[e] : so[e + 1]]:
+            if ready[d] < now:
+                ready[d] = now
+            x = remaining[d] - 1
+            remaining[d] = x
+            if x == 0:
+                work.append(d)
 
     # The loop is written out flat (a link occupied in three places, a finish passed on in
     # two): it runs once per task and per hop, and in CPython a call there costs more than
@@ -400,6 +412,8 @@ def run_congestion(
                                 push(times, arr)
                             else:
                                 bk.append(code)
+                        if on_arrival:
+                            continue
                     else:
                         li = rt[0]
                         mr = full_rows.get(b) or rows(b, rt)
@@ -427,6 +441,8 @@ def run_congestion(
                             push(times, arr)
                         else:
                             bk.append(code)
+                        if on_arrival:
+                            continue
                 finish[e] = f
                 # Pass f on; the first two successors inline, the rest from the slice.
                 d = one[e]
@@ -459,17 +475,21 @@ def run_congestion(
                 break
             now = pop(times)
             bucket = buckets.pop(now)
+            bucket.sort()  # an instant's events in task order (see the module docstring)
             events += len(bucket)
             bi = 0
         hc = bucket[bi]
         bi += 1
         how = hc & 3
         if how == 2:  # a message delivered: its receive finishes if it was waiting
-            r = partner[hc >> 2]
+            m = hc >> 2
+            r = partner[m]
             arrived[r] = now
             if waiting[r]:
                 waiting[r] = 0
                 work.append(r)  # issued again, it finishes now
+            if on_arrival:
+                delivered(m)
             continue
         if how == 1:
             work.append(hc >> 2)
@@ -495,6 +515,8 @@ def run_congestion(
                     if waiting[r]:
                         waiting[r] = 0
                         work.append(r)
+                    if on_arrival:
+                        delivered(m)
                 continue
             h += 1
             pk_hop[pid] = h
@@ -524,12 +546,13 @@ def run_congestion(
     finish_ns = np.frombuffer(finish, dtype=np.float64).copy()
     if n and finish_ns.min() < 0.0:
         raise deadlock(graph, finish, remaining, waiting)
+    finish_ns /= PS_PER_NS
     records = None
     if keep:
         records = LinkRecords(
             np.array(rec_link, dtype=np.int64),
-            np.array(rec_start, dtype=np.float64),
-            np.array(rec_dur, dtype=np.float64),
+            np.array(rec_start, dtype=np.float64) / PS_PER_NS,
+            np.array(rec_dur, dtype=np.float64) / PS_PER_NS,
             np.array(rec_task, dtype=np.int64),
         )
     sends = graph.kind == TaskKind.SEND
@@ -540,9 +563,9 @@ def run_congestion(
     if pb:
         notes.append(f"messages cut into packets of {pb} B; hops pipeline packet by packet")
     return EngineRun(
-        issue_ns=np.frombuffer(ready, dtype=np.float64).copy(),
+        issue_ns=np.frombuffer(ready, dtype=np.float64) / PS_PER_NS,
         finish_ns=finish_ns,
-        link_busy_ns=np.array(busy, dtype=np.float64),
+        link_busy_ns=np.array(busy, dtype=np.float64) / PS_PER_NS,
         messages=int(sends.sum()),
         hops=int(route_len.sum()),
         events=events,

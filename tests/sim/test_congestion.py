@@ -23,18 +23,22 @@ from tests.sim.helpers import (
     topo,
     two_messages,
 )
-from topologies.cost_model import CostModel
+from topologies.cost_model import Completion, CostModel
 from topologies.topology import Link
 
 CB = 1000  # chunk bytes
+DEPARTURE = CostModel(completion=Completion.ON_DEPARTURE)
 I, O = Buffer.INPUT, Buffer.OUTPUT
 
 
 def test_one_message_over_one_link() -> None:
-    # Send at 0 keeps link 0->1 busy [0, 20]; the last byte arrives at 20 + 500 = 520.
+    # Send at 0 keeps link 0->1 busy [0, 20]; the last byte arrives at 20 + 500 = 520. The
+    # send completes then (on-arrival, the default) or when its last byte left (on-departure).
     r = simulate(one_message(), topo("ring:2,bw=50GB/s,lat=500ns"), CB)
     assert r.finish_ns == pytest.approx(520.0)
-    assert list(r.rank_finish_ns) == pytest.approx([20.0, 520.0])  # send done when sent
+    assert list(r.rank_finish_ns) == pytest.approx([520.0, 520.0])
+    dep = simulate(one_message(), topo("ring:2,bw=50GB/s,lat=500ns"), CB, cost=DEPARTURE)
+    assert list(dep.rank_finish_ns) == pytest.approx([20.0, 520.0])
     assert r.messages == 1 and r.hops == 1
     assert r.link_busy_ns[0] == pytest.approx(20.0)
     assert r.busiest_link is not None and r.busiest_link.utilization == pytest.approx(20 / 520)
@@ -61,11 +65,30 @@ def test_route_hint_is_followed() -> None:
 
 def test_two_messages_contend_fifo() -> None:
     # Both sends issue at 0 on link 0->1: the first occupies [0, 20], the second [20, 40].
-    # Arrivals 520 and 540; the sends complete at 20 and 40.
-    r = simulate(two_messages(), topo("ring:2,bw=50GB/s,lat=500ns"), CB)
-    assert r.finish_ns == pytest.approx(540.0)
-    assert r.rank_finish_ns[0] == pytest.approx(40.0)
-    assert r.link_busy_ns[0] == pytest.approx(40.0)
+    # Arrivals 520 and 540; the sends complete then, or at 20 and 40 on departure.
+    for cost, sender_done in ((CostModel(), 540.0), (DEPARTURE, 40.0)):
+        r = simulate(two_messages(), topo("ring:2,bw=50GB/s,lat=500ns"), CB, cost=cost)
+        assert r.finish_ns == pytest.approx(540.0)
+        assert r.rank_finish_ns[0] == pytest.approx(sender_done)
+        assert r.link_busy_ns[0] == pytest.approx(40.0)
+
+
+def test_a_send_chained_to_a_send_waits_for_its_delivery() -> None:
+    # Rank 0 sends twice to rank 1, the second send depending on the first. On arrival, the
+    # second is issued when the first has been delivered (520) and lands at 1040; on
+    # departure, it is issued at 20 and lands at 540 (ASTRA-sim's rule is the first).
+    c = Collective(CollectiveKind.BROADCAST, 2, 2, root=0)
+    b = ProgramBuilder(c, auto_deps=True, name="chained")
+    b.copy(0, Slice(I, 0, 2), Slice(O, 0, 2))
+    s0 = b.send(0, 1, Slice(I, 0))
+    b.send(0, 1, Slice(I, 1), deps=[s0])
+    b.recv(1, 0, Slice(O, 0))
+    b.recv(1, 0, Slice(O, 1))
+    p = b.build()
+    verify(p)
+    t = topo("ring:2,bw=50GB/s,lat=500ns")
+    assert simulate(p, t, CB).finish_ns == pytest.approx(1040.0)
+    assert simulate(p, t, CB, cost=DEPARTURE).finish_ns == pytest.approx(540.0)
 
 
 def test_switch_hop_and_contention_on_the_down_link() -> None:
@@ -97,7 +120,9 @@ def test_packets_pipeline_over_two_hops() -> None:
     r = simulate(p, topo(LINE3), CB, packet_bytes=250)
     assert r.finish_ns == pytest.approx(1025.0)
     assert r.hops == 8
-    assert r.rank_finish_ns[0] == pytest.approx(20.0)  # the last byte left at 20
+    assert r.rank_finish_ns[0] == pytest.approx(1025.0)  # the last packet arrived at 1025
+    dep = simulate(p, topo(LINE3), CB, packet_bytes=250, cost=DEPARTURE)
+    assert dep.rank_finish_ns[0] == pytest.approx(20.0)  # the last byte left at 20
     # A packet size that does not divide the message: 400 + 400 + 200 B (8, 8, 4 ns).
     # Hop 1 ends at 8, 16, 20 -> arrivals 508, 516, 520; hop 2 from 508 [508, 516] ->
     # 1016, [516, 524] -> 1024, [524, 528] -> 1028.
@@ -204,13 +229,21 @@ class SlowBigMessages(CostModel):
 def test_arrivals_out_of_link_order() -> None:
     # 2000 B: link busy [0, 40], arrives 40 + 2000 = 2040. 1000 B: busy [40, 60], arrives
     # 60 + 1000 = 1060, before the first.
+    # The sends complete when their messages arrive (on-arrival) or leave (on-departure).
     g = stream_graph([2000, 1000])
-    r = simulate_tasks(
-        g, topo("ring:2,bw=50GB/s,lat=500ns"), cost=SlowBigMessages(), keep_timeline=True
-    )
-    assert r.finish_ns == pytest.approx(2040.0)
-    assert r.timeline is not None
-    assert list(r.timeline.finish_ns) == pytest.approx([40.0, 60.0, 2040.0, 1060.0])
+    for completion, sends in (
+        (Completion.ON_ARRIVAL, [2040.0, 1060.0]),
+        (Completion.ON_DEPARTURE, [40.0, 60.0]),
+    ):
+        r = simulate_tasks(
+            g,
+            topo("ring:2,bw=50GB/s,lat=500ns"),
+            cost=SlowBigMessages(completion=completion),
+            keep_timeline=True,
+        )
+        assert r.finish_ns == pytest.approx(2040.0)
+        assert r.timeline is not None
+        assert list(r.timeline.finish_ns) == pytest.approx([*sends, 2040.0, 1060.0])
 
 
 def hinted_graph(hints: list[tuple[int, ...]]) -> TaskGraph:

@@ -5,8 +5,9 @@ random rank-local dependencies) are simulated with link records kept, and a chec
 knows only the rules of `backends.sim.engine` replays the records:
 
 - a task is issued when its last dependency finishes (at 0 without any); a COMP takes its
-  duration; a SEND finishes when its first hop's serialization ends; a RECV when it has been
-  issued and its message has arrived, plus its duration;
+  duration; a SEND finishes by the completion rule (its message has arrived, or its first
+  hop's serialization has ended); a RECV when it has been issued and its message has arrived,
+  plus its duration; every hop and duration rounded to the picosecond as the cost model says;
 - a message crosses the links of its route in order, each hop requested when the previous
   one has arrived (store-and-forward) and busy for its serialization;
 - each link serves requests first come, first served (request times never decrease along
@@ -29,11 +30,16 @@ from backends.sim import SimResult, TaskGraph, TaskKind, simulate_tasks
 from backends.sim.engine import message_routes
 from backends.sim.tasks import Detail
 from topologies import Topology, parse_topology
-from topologies.cost_model import CostModel
+from topologies.cost_model import PS_PER_NS, Completion, CostModel, to_ps
 
 SPECS = ("ring:4", "mesh:2x3", "switch:4", "fc:4", "torus:3x3", "mesh:3x3,fail=0-1;4>5")
 SIZES = (1, 1000, 2500, 4096)
-COSTS = (CostModel(), CostModel(switch_delay_ns=30.0, reduce_bytes_per_ns=25.0))
+COSTS = (
+    CostModel(),
+    CostModel(completion=Completion.ON_DEPARTURE),
+    CostModel(switch_delay_ns=30.0, reduce_bytes_per_ns=25.0),
+    CostModel(Completion.ON_DEPARTURE, switch_delay_ns=30.0, reduce_bytes_per_ns=25.0),
+)
 
 
 @dataclass
@@ -111,15 +117,19 @@ def check_rules(s: Scenario, r: SimResult) -> None:
     approx = lambda x: pytest.approx(x, rel=1e-12, abs=1e-9)  # noqa: E731
     links = topology.links
 
-    def hop(li: int, nbytes: int) -> float:
-        extra = cost.switch_delay_ns if topology.is_switch(links[li].dst) else 0.0
-        return cost.hop_ns(links[li], nbytes) + extra
+    def hop(li: int, nbytes: int) -> tuple[float, float]:
+        # (serialization, arrival) in ns, rounded to the picosecond as the cost model states.
+        ser, arrive = cost.hop_ps(links[li], nbytes, topology.is_switch(links[li].dst))
+        return ser / PS_PER_NS, arrive / PS_PER_NS
+
+    def work(t: int) -> float:
+        return to_ps(float(g.duration_ns[t])) / PS_PER_NS
 
     for t in range(g.num_tasks):
         deps = g.deps[g.dep_offsets[t] : g.dep_offsets[t + 1]]
         assert issue[t] == approx(max((finish[d] for d in deps), default=0.0))
         if g.kind[t] == TaskKind.COMP:
-            assert finish[t] == approx(issue[t] + g.duration_ns[t])
+            assert finish[t] == approx(issue[t] + work(t))
 
     # Per send, its records in the order it crossed them; the request time of each.
     routes = message_routes(g, topology)
@@ -137,13 +147,13 @@ def check_rules(s: Scenario, r: SimResult) -> None:
             li = int(rec.link[i])
             request[i] = at
             assert rec.start_ns[i] >= at - 1e-9
-            assert rec.dur_ns[i] == approx(cost.serialization_ns(links[li], b))
-            at = rec.start_ns[i] + hop(li, b)
+            assert rec.dur_ns[i] == approx(hop(li, b)[0])
+            at = rec.start_ns[i] + hop(li, b)[1]
         arrival = at  # the issue time itself when the message crosses no link
         sent = rec.start_ns[mine[0]] + rec.dur_ns[mine[0]] if mine else issue[t]
-        assert finish[t] == approx(sent)
+        assert finish[t] == approx(arrival if cost.on_arrival else sent)
         recv = int(partner[t])
-        assert finish[recv] == approx(max(issue[recv], arrival) + g.duration_ns[recv])
+        assert finish[recv] == approx(max(issue[recv], arrival) + work(recv))
 
     # Each link: first come, first served, and never idle while a request waits.
     order = np.lexsort((rec.start_ns, rec.link))

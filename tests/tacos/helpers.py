@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from backends.sim import simulate
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.verify import verify, verify_routes
 from tacos import chunks_for
-from tacos.synthesis import Synthesis, lowered
-from tacos.timing import replay
+from tacos.synthesis import Synthesis, synthesize
 from topologies import Topology
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 
 ALL_KINDS = (
     CollectiveKind.ALLGATHER,
@@ -39,11 +40,20 @@ def collective(
     )
 
 
-def check(c: Collective, t: Topology, chunk_bytes: float = 1e6, seed: int = 0) -> Synthesis:
-    """Synthesize, verify (semantics and routes) and check the estimate against the replay."""
-    syn, low, routes = lowered(c, t, chunk_bytes, seed=seed)
+def check(
+    c: Collective,
+    t: Topology,
+    chunk_bytes: float = 1e6,
+    seed: int = 0,
+    cost: CostModel = DEFAULT_COST_MODEL,
+) -> Synthesis:
+    """Synthesize, verify (semantics and routes) and check the estimate against the congestion
+    simulator: both keep whole picoseconds, so they agree exactly."""
+    assert chunk_bytes == int(chunk_bytes)
+    syn = synthesize(c, t, chunk_bytes, seed=seed, cost=cost)
     verify(syn.program)
     verify_routes(syn.program, t)
-    rp = replay(low, routes.timed)
-    assert abs(rp.finish_ps / 1000 - syn.estimated_ns) <= 1e-6 * max(1.0, syn.estimated_ns)
+    if c.num_ranks > 1:
+        sim = simulate(syn.program, t, int(chunk_bytes), cost=cost)
+        assert sim.finish_ns == syn.estimated_ns, (sim.finish_ns, syn.estimated_ns)
     return syn

@@ -14,6 +14,7 @@ from tacos.synthesis import lowered
 from tacos.timing import replay, replay_single_hop
 from tests.tacos.helpers import ALL_KINDS, check, collective
 from topologies import parse_topology
+from topologies.cost_model import Completion, CostModel
 from topologies.errors import CollcError
 
 SPECS = [
@@ -38,22 +39,27 @@ def test_every_kind_verifies(spec: str, kind: CollectiveKind, inplace: bool) -> 
 
 
 def test_allgather_estimate_is_the_schedule() -> None:
-    # Forward kinds: the replay reproduces the synthesized makespan exactly.
+    # Forward kinds: the program runs exactly as planned, under both completion rules.
     for spec in ("torus:4x4", "mesh:4x4,bw=[50GB/s,12.5GB/s]", "hypercube:4", "switch:6"):
         t = parse_topology(spec)
-        syn, low, routes = lowered(collective(CollectiveKind.ALLGATHER, t.num_npus, 2), t, 4e6)
-        rp = replay(low, routes.timed)
-        assert rp.finish_ps / 1000 == pytest.approx(syn.phases_ns["allgather"], abs=1e-3)
-        assert rp.fifo_exact
+        for cost in (CostModel(completion=c) for c in Completion):
+            syn = check(collective(CollectiveKind.ALLGATHER, t.num_npus, 2), t, 4e6, cost=cost)
+            assert syn.plan_exact
+            assert syn.estimated_ns == pytest.approx(syn.phases_ns["allgather"], abs=1e-3)
 
 
 def test_vectorized_replay_matches_event_replay() -> None:
     t = parse_topology("mesh:4x4,fail=0>1;5-6")
-    _syn, low, routes = lowered(collective(CollectiveKind.ALLREDUCE, 16, 2), t, 2e6)
-    a = replay(low, routes.timed)
-    b = replay_single_hop(low, routes.timed)
-    assert a.finish_ps == b.finish_ps
-    assert np.array_equal(a.done, b.done)
+    for on_arrival in (False, True):
+        cost = CostModel(
+            completion=Completion.ON_ARRIVAL if on_arrival else Completion.ON_DEPARTURE
+        )
+        _syn, low, routes = lowered(collective(CollectiveKind.ALLREDUCE, 16, 2), t, 2e6, cost=cost)
+        a = replay(low.transfers, routes.timed, on_arrival=on_arrival)
+        b = replay_single_hop(low.transfers, routes.timed, on_arrival=on_arrival)
+        assert a.finish_ps == b.finish_ps
+        assert np.array_equal(a.events, b.events)
+        assert np.array_equal(a.events, low.events)
 
 
 def test_reversal_on_asymmetric_topologies() -> None:
