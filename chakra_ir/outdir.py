@@ -2,10 +2,10 @@
 
 A folder written by ``collc synthesize``/``compile`` holds ``<prefix>.<rank>.et`` for every rank
 and ``manifest.json`` naming the collective, the topology spec (failures included), the
-placement, the size, the seed, the ET prefix and the collc version, so later commands need no
-repeated flags. The whole folder is written under a temporary name and renamed into place, so a
-failed run leaves nothing half-written, and an existing collc folder is replaced only once the
-new one is complete.
+placement, the size, the seed, the send-completion rule, the ET prefix and the collc version, so
+later commands need no repeated flags. The whole folder is written under a temporary name and
+renamed into place, so a failed run leaves nothing half-written, and an existing collc folder is
+replaced only once the new one is complete.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from chakra_ir.collective import Collective, collective_from_dict, collective_to_dict
 from chakra_ir.program import Program
+from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
 
 MANIFEST = "manifest.json"
@@ -52,6 +53,10 @@ class Manifest:
     seed: int | None = None
     collc_version: str = field(default_factory=collc_version)
     extra: dict[str, Any] = field(default_factory=dict)
+    completion: str = DEFAULT_COMPLETION.value
+    """The send-completion rule the program was produced and timed under
+    (`topologies.cost_model.Completion`); a manifest without it reads as ``on-departure``,
+    the rule of every folder written before it was recorded."""
 
     def to_json(self) -> dict[str, Any]:
         c = self.collective
@@ -65,6 +70,7 @@ class Manifest:
             "size_bytes": self.size_bytes,
             "chunk_bytes": self.chunk_bytes,
             "seed": self.seed,
+            "completion": self.completion,
             "et_prefix": self.et_prefix,
             "et_files": [f"{self.et_prefix}.{r}.et" for r in range(c.num_ranks)],
             "extra": self.extra,
@@ -79,6 +85,13 @@ class Manifest:
                     SourcePos(file),
                 )
             seed = d.get("seed")
+            completion = d.get("completion", LEGACY_COMPLETION.value)
+            if not isinstance(completion, str) or completion not in COMPLETIONS:
+                raise OutputError(
+                    f"unknown send completion {completion!r} (expected one of "
+                    f"{', '.join(COMPLETIONS)})",
+                    SourcePos(file),
+                )
             return cls(
                 collective=collective_from_dict(d["collective"]),
                 topology=str(d["topology"]),
@@ -89,6 +102,7 @@ class Manifest:
                 seed=None if seed is None else int(seed),
                 collc_version=str(d.get("collc_version", "")),
                 extra=dict(d.get("extra") or {}),
+                completion=completion,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise OutputError(

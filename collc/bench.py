@@ -18,8 +18,9 @@ from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import Program
 from chakra_ir.verify import verify, verify_routes
-from collc.pipeline import ALGORITHMS, Request, bounds_for, parse_placement
+from collc.pipeline import ALGORITHMS, Request, bounds_for, cost_model_for, parse_placement
 from topologies import Topology, parse_topology
+from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
 from topologies.units import parse_size_bytes
 
@@ -72,12 +73,14 @@ class BenchReport:
     bounds_ns: dict[int, tuple[str, float]]
     rows: list[BenchRow] = field(default_factory=list)
     seconds: float = 0.0
+    completion: str = DEFAULT_COMPLETION.value
 
     def to_json(self) -> dict[str, Any]:
         return {
             "topology": self.topology,
             "collective": self.collective,
             "ranks": self.ranks,
+            "completion": self.completion,
             "sizes": self.sizes,
             "lower_bounds": {str(k): {"name": n, "ns": v} for k, (n, v) in self.bounds_ns.items()},
             "rows": [r.to_json() for r in self.rows],
@@ -94,9 +97,11 @@ def run_bench(
     chunks_per_npu: int = 1,
     placement: str = "",
     seed: int = 0,
+    completion: str = DEFAULT_COMPLETION.value,
     say: Callable[[str], None] | None = None,
 ) -> BenchReport:
-    """Produce, verify and simulate every applicable algorithm at every size."""
+    """Produce, verify and simulate every applicable algorithm at every size, all under the
+    send-completion rule ``completion``."""
     start = time.perf_counter()
     topology = parse_topology(topology_spec)
     npus = parse_placement(placement, topology) if placement else ()
@@ -107,11 +112,17 @@ def run_bench(
             raise CollcError(
                 f"unknown algorithm {name!r} (expected one of {', '.join(ALGORITHMS)})"
             )
-    report = BenchReport(topology.spec, kind.value, n, sizes, {})
+    cost = cost_model_for(completion)
+    report = BenchReport(topology.spec, kind.value, n, sizes, {}, completion=completion)
     cache: dict[str, Program | str] = {}
     for size in sizes:
         req = Request(
-            topology_spec, kind, size_bytes=size, chunks_per_npu=chunks_per_npu, seed=seed
+            topology_spec,
+            kind,
+            size_bytes=size,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            completion=completion,
         )
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
@@ -125,7 +136,7 @@ def run_bench(
                 row.error = program
             else:
                 chunk_bytes = chunk_bytes_for(program.collective, size)
-                result = simulate(program, topology, chunk_bytes)
+                result = simulate(program, topology, chunk_bytes, cost=cost)
                 row.time_ns = result.finish_ns
                 row.busbw_gbps = result.busbw_gbps
                 row.ratio = result.finish_ns / report.bounds_ns[size][1]
@@ -179,7 +190,10 @@ def format_report(report: BenchReport) -> str:
     """Tables per size: time, bus bandwidth, ratio to the lower bound, speedup."""
     from topologies.units import format_size_bytes
 
-    lines = [f"{report.collective} over {report.ranks} ranks on {report.topology}"]
+    lines = [
+        f"{report.collective} over {report.ranks} ranks on {report.topology} "
+        f"(sends complete {report.completion})"
+    ]
     for size in report.sizes:
         bname, bns = report.bounds_ns[size]
         lines.append("")

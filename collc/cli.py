@@ -8,6 +8,7 @@ program wrong, 0 otherwise.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from chakra_ir.verify import VerifyError
 from collc import pipeline
 from collc.exporters import EXPORTERS, ExportOptions
 from topologies import parse_topology
+from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
 
@@ -46,6 +48,11 @@ class _Group(click.Group):
         except CollcError as err:
             _report(err)
             ctx.exit(2)
+        except BrokenPipeError:
+            # The reader went away (`collc simulate OUT | head`): end quietly, as a Unix tool
+            # killed by SIGPIPE does, and keep Python from complaining when it flushes stdout.
+            _silence_stdout()
+            ctx.exit(_SIGPIPE_STATUS)
         except OSError as err:
             # A file or folder the command cannot read or write (a missing parent, no
             # permission, a full disk): the user's input, not a bug.
@@ -55,6 +62,19 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("collc: interrupted", err=True)
             ctx.exit(130)
+
+
+_SIGPIPE_STATUS = 128 + 13
+"""The exit status of a Unix tool that SIGPIPE ended."""
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so nothing more is written to a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -98,6 +118,7 @@ def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> di
         "size_bytes": m.size_bytes,
         "chunk_bytes": m.chunk_bytes,
         "seed": m.seed,
+        "completion": m.completion,
         "operations": p.num_ops,
         "messages": result.report.messages,
         "verified": list(result.report.checks),
@@ -123,7 +144,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     )
     rows = [("size", size)]
     if s["estimated_ns"] is not None:
-        rows.append(("estimate", _us(s["estimated_ns"])))
+        rows.append(("estimate", f"{_us(s['estimated_ns'])} (sends complete {s['completion']})"))
     bound = f"{_us(s['lower_bound_ns'])} ({s['lower_bound']})"
     if s["ratio"] is not None:
         bound += f", ratio {s['ratio']:.3f}"
@@ -152,6 +173,22 @@ def _progress(quiet: bool) -> pipeline.Progress | None:
 
 
 _ALGORITHM_HELP = "; ".join(f"{k}: {v}" for k, v in pipeline.DESCRIPTIONS.items())
+
+_COMPLETION_HELP = (
+    "When a send completes: on-arrival (ASTRA-sim's rule: what depends on a send waits for its "
+    "delivery) or on-departure (its last byte has left the sender)."
+)
+
+
+def _completion_option(default: str | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--completion",
+        type=click.Choice(list(COMPLETIONS)),
+        default=default,
+        show_default=default is not None,
+        help=_COMPLETION_HELP
+        + ("" if default is not None else " Default: the folder's rule (needs --force to change)."),
+    )
 
 
 @cli.command()
@@ -190,6 +227,7 @@ _ALGORITHM_HELP = "; ".join(f"{k}: {v}" for k, v in pipeline.DESCRIPTIONS.items(
 @click.option("--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default all).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of randomized choices.")
 @click.option("--seeds", type=int, default=1, show_default=True, help="Keep the best of K seeds.")
+@_completion_option(DEFAULT_COMPLETION.value)
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -204,6 +242,7 @@ def synthesize(
     placement: str,
     seed: int,
     seeds: int,
+    completion: str,
     out: Path,
     as_json: bool,
     quiet: bool,
@@ -220,6 +259,7 @@ def synthesize(
         placement,
         seed,
         seeds,
+        completion,
     )
     result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
     files = pipeline.write(result, out)
@@ -370,6 +410,7 @@ def inspect(target: Path, as_json: bool) -> None:
     "--force", is_flag=True, help="Accept a topology or size that differs from the folder's."
 )
 @click.option("--packet-size", default=None, callback=_size, help="Split messages into packets.")
+@_completion_option(None)
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Chrome/Perfetto trace.")
 @click.option("--plot", type=click.Path(path_type=Path), help="Link-utilization heatmap (PNG).")
 @click.option("--gantt", type=click.Path(path_type=Path), help="Per-link Gantt chart (PNG).")
@@ -381,6 +422,7 @@ def simulate(
     size: int | None,
     force: bool,
     packet_size: int | None,
+    completion: str | None,
     timeline: Path | None,
     plot: Path | None,
     gantt: Path | None,
@@ -392,7 +434,14 @@ def simulate(
     if model != "congestion" and (plot is not None or gantt is not None):
         raise CollcError(f"--plot and --gantt need link loads, which the {model} model has not")
     req = pipeline.SimRequest(
-        folder, topology, size, force, model, packet_size, timeline is not None or gantt is not None
+        folder,
+        topology,
+        size,
+        force,
+        model,
+        packet_size,
+        timeline is not None or gantt is not None,
+        completion,
     )
     result, topo, estimate = pipeline.simulate_folder(req)
     written = []
@@ -432,6 +481,7 @@ def simulate(
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--placement", default="")
 @click.option("--seed", type=int, default=0, show_default=True)
+@_completion_option(DEFAULT_COMPLETION.value)
 @click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
@@ -443,6 +493,7 @@ def bench(
     chunks_per_npu: int,
     placement: str,
     seed: int,
+    completion: str,
     plot: Path | None,
     as_json: bool,
     quiet: bool,
@@ -463,6 +514,7 @@ def bench(
         chunks_per_npu=chunks_per_npu,
         placement=placement,
         seed=seed,
+        completion=completion,
         say=say,
     )
     if say:
@@ -611,7 +663,11 @@ def demo(out: Path, as_json: bool) -> None:
 
 
 def main() -> None:
-    cli(prog_name="collc")
+    try:
+        cli(prog_name="collc")
+    except BrokenPipeError:  # a closed pipe seen outside a command (e.g. by --help)
+        _silence_stdout()
+        sys.exit(_SIGPIPE_STATUS)
 
 
 if __name__ == "__main__":

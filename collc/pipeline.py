@@ -34,6 +34,7 @@ from chakra_ir.verify import VerifyError, VerifyReport, verify, verify_routes
 from tacos import Tacos
 from tacos.bounds import Bounds, lower_bounds
 from topologies import Topology, parse_topology
+from topologies.cost_model import DEFAULT_COMPLETION, Completion, CostModel
 from topologies.errors import CollcError
 
 
@@ -91,6 +92,7 @@ def _tacos(req: Request, progress: Progress | None) -> Producer:
         chunks_per_npu=req.chunks_per_npu,
         seed=req.seed,
         seeds=req.seeds,
+        cost=req.cost_model(),
         progress=progress,
     )
 
@@ -151,6 +153,21 @@ class Request:
     placement: str = ""
     seed: int = 0
     seeds: int = 1
+    completion: str = DEFAULT_COMPLETION.value
+    """The send-completion rule (`topologies.cost_model.Completion`)."""
+
+    def cost_model(self) -> CostModel:
+        """The cost model this request produces and times under."""
+        return cost_model_for(self.completion)
+
+
+def cost_model_for(completion: str) -> CostModel:
+    """The default cost model with send completion ``completion``; CollcError naming the
+    choices for an unknown rule."""
+    try:
+        return CostModel(completion=Completion.parse(completion))
+    except ValueError as e:
+        raise CollcError(f"--completion: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -227,6 +244,7 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         root=req.root if req.collective.rooted else -1,
         placement=placement if placement and placement != tuple(range(n)) else (),
     )
+    cost = req.cost_model()
     seconds["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     program = algo.generate(collective, topology)
@@ -239,7 +257,16 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     seed = req.seed if req.algorithm == "tacos" else None
     tacos_chunks = req.chunks_per_npu if estimate is not None else None
     return _finish(
-        program, topology, req.size_bytes, algo.name, report, seconds, estimate, seed, tacos_chunks
+        program,
+        topology,
+        req.size_bytes,
+        algo.name,
+        report,
+        seconds,
+        estimate,
+        seed,
+        tacos_chunks,
+        completion=cost.completion,
     )
 
 
@@ -254,6 +281,8 @@ def _finish(
     seed: int | None = None,
     tacos_chunks: int | None = None,
     extra: dict[str, Any] | None = None,
+    *,
+    completion: Completion = DEFAULT_COMPLETION,
 ) -> Result:
     """Bind a size to a verified program: lower bound, manifest, result.
 
@@ -280,6 +309,7 @@ def _finish(
         algorithm=algorithm,
         seed=seed,
         extra=info,
+        completion=completion.value,
     )
     return Result(program, manifest, topology, report, seconds, estimate, bounds, bound)
 
@@ -388,6 +418,19 @@ def topology_of(manifest: Manifest, override: str | None, *, force: bool = False
     return given
 
 
+def completion_of(manifest: Manifest, override: str | None, *, force: bool = False) -> str:
+    """The manifest's send-completion rule, or ``override`` when it agrees (or ``force``)."""
+    if override is None or override == manifest.completion:
+        return manifest.completion
+    cost_model_for(override)  # an unknown rule is refused before the mismatch
+    if not force:
+        raise CollcError(
+            f"--completion {override} differs from the folder's rule {manifest.completion} "
+            "(the program was produced and timed under it; pass --force to use the other)"
+        )
+    return override
+
+
 @dataclass(frozen=True)
 class ForeignReport:
     """What `verify_foreign` could check of another tool's ET files."""
@@ -436,6 +479,8 @@ class SimRequest:
     model: str = "congestion"
     packet_bytes: int | None = None
     timeline: bool = False
+    completion: str | None = None
+    """The send-completion rule; None: the folder's (ASTRA-sim's for foreign ETs)."""
 
 
 def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
@@ -464,12 +509,14 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
             traces,
             topology,
             model=req.model,
+            cost=cost_model_for(req.completion or DEFAULT_COMPLETION.value),
             packet_bytes=req.packet_bytes,
             keep_timeline=req.timeline,
         )
         return result, topology, None
     manifest, program, _ = load(folder)
     topology = topology_of(manifest, req.topology, force=req.force)
+    cost = cost_model_for(completion_of(manifest, req.completion, force=req.force))
     verify_routes(program, topology)
     chunk_bytes = manifest.chunk_bytes
     if req.size_bytes is not None and req.size_bytes != manifest.size_bytes:
@@ -485,6 +532,7 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         topology,
         chunk_bytes,
         model=req.model,
+        cost=cost,
         packet_bytes=req.packet_bytes,
         keep_timeline=req.timeline,
         reduce_micros=None if reduce_micros is None else int(reduce_micros),
@@ -493,7 +541,9 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
     if b.items:
         result.lower_bound_name, result.lower_bound_ns = b.best
     estimate = manifest.extra.get("estimated_ns")
-    same_size = chunk_bytes == manifest.chunk_bytes and topology == parse_topology(
-        manifest.topology
+    same_size = (
+        chunk_bytes == manifest.chunk_bytes
+        and topology == parse_topology(manifest.topology)
+        and cost.completion.value == manifest.completion
     )
     return result, topology, float(estimate) if estimate is not None and same_size else None

@@ -22,7 +22,7 @@ from backends.sim.results import SimResult, Timeline
 from backends.sim.tasks import TaskGraph, tasks_from_program
 from chakra_ir.collective import Collective
 from chakra_ir.program import Program
-from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.cost_model import DEFAULT_COST_MODEL, Completion, CostModel
 from topologies.topology import Topology
 
 Runner = Callable[[TaskGraph, Topology, CostModel, int | None, bool], EngineRun]
@@ -39,6 +39,9 @@ class Model:
     supports_packets: bool = False
     fold_reductions: bool = False
     """Whether the engine takes a reducing receive as one RECV task (see `tasks_from_program`)."""
+    completion: Completion | None = None
+    """The send-completion rule the model always applies (an ASTRA-sim model: on arrival);
+    None when it follows the cost model's."""
 
 
 def _congestion(
@@ -66,6 +69,7 @@ MODELS: dict[str, Model] = {
         "ASTRA-sim's congestion-unaware analytical backend running the program as a custom "
         "collective",
         _analytical,
+        completion=Completion.ON_ARRIVAL,
     ),
 }
 
@@ -178,6 +182,7 @@ def simulate_tasks(
         graph,
         topology,
         model=model,
+        completion=(m.completion or cost.completion).value,
         collective=collective,
         size_bytes=size_bytes,
         chunk_bytes=chunk_bytes,
@@ -199,6 +204,7 @@ def make_result(
     packet_bytes: int | None,
     keep_timeline: bool,
     wall_seconds: float,
+    completion: str = "",
 ) -> SimResult:
     """Assemble a `SimResult` from an engine's measurements."""
     R = graph.num_ranks
@@ -249,4 +255,5 @@ def make_result(
         notes=notes,
         wall_seconds=wall_seconds,
         timeline=timeline,
+        completion=completion,
     )

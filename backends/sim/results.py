@@ -113,6 +113,8 @@ class SimResult:
     packet_bytes: int | None = None
     semantics_checked: bool = True
     notes: list[str] = field(default_factory=list)
+    completion: str = ""
+    """The send-completion rule the run used (`topologies.cost_model.Completion`)."""
     wall_seconds: float = 0.0
     timeline: Timeline | None = field(default=None, repr=False)
     lower_bound_ns: float | None = None
@@ -174,7 +176,8 @@ class SimResult:
     # -- output --------------------------------------------------------------------------------
     def summary(self) -> str:
         """A few lines for a terminal."""
-        lines = [f"model {self.model} on {self.topology}: {self.finish_ns / 1000:.3f} us"]
+        rule = f" (sends complete {self.completion})" if self.completion else ""
+        lines = [f"model {self.model}{rule} on {self.topology}: {self.finish_ns / 1000:.3f} us"]
         if self.algbw_gbps is not None:
             lines.append(
                 f"algbw {self.algbw_gbps:.3f} GB/s, busbw {self.busbw_gbps:.3f} GB/s "
@@ -203,6 +206,7 @@ class SimResult:
         util = self.link_utilization
         return {
             "model": self.model,
+            "completion": self.completion,
             "topology": self.topology,
             "collective": self.collective,
             "num_ranks": self.num_ranks,
