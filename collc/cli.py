@@ -397,8 +397,7 @@ def inspect(target: Path, as_json: bool) -> None:
     type=click.Choice(list(SIM_MODELS)),
     default="congestion",
     show_default=True,
-    help="congestion: per-link FIFO, store-and-forward; analytical: what ASTRA-sim's "
-    "congestion-unaware backend reports.",
+    help="; ".join(f"{m.name}: {m.description}" for m in SIM_MODELS.values()),
 )
 @click.option(
     "--topology", "-t", default=None, help="Override (must match) or give one for foreign ETs."

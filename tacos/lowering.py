@@ -80,8 +80,9 @@ class Transfers:
     recv_dep: I64
 
 
-Timer = Callable[[Transfers], I64]
-"""Times a transfer graph: the completion time (ps) of every event, ``2g`` and ``2g+1``."""
+Timer = Callable[[Transfers], tuple[I64, I64]]
+"""Times a transfer graph: the completion time (ps) of every event (``2g`` and ``2g+1``), and
+the start of every send."""
 
 
 @dataclass
@@ -386,8 +387,9 @@ def lower(
         r_off,
         r_dep.astype(np.int64),
     )
-    events = timer(transfers)
+    events, started = timer(transfers)
     actual = [(w, op, events[ev_of[op]]) for w, op, _ in waits]
+    actual.append(_last_before_start(order, lk, src, dst, events, started, pos))
     o_op, o_on = _link_order(order, lk, actual, G)
     waits.clear()
     del actual, order, lk
@@ -420,6 +422,47 @@ def lower(
         c, rank_offsets, columns, dep_off, deps, sizes_arr, route_off, route_nodes, name=name
     )
     return Lowered(program, transfers, events)
+
+
+def _last_before_start(
+    order: I64,
+    link: I64,
+    src: I64,
+    dst: I64,
+    events: I64,
+    start: I64,
+    pos: npt.NDArray[np.int32],
+) -> tuple[I64, I64, I64]:
+    """For every send but the first on its link: the operation of its rank that completes
+    last no later than the send starts (by the replay) and comes before it in program order,
+    as ``(sends, ops, times)`` (ops as provisional ids).
+
+    Waiting for it costs the send nothing, and it usually completes after the previous send on
+    the link was queued, so the two sends are not released by one completion: ASTRA-sim's
+    custom collective issues the nodes released together in hash-set order, not id order.
+    """
+    G = len(src)
+    empty = np.zeros(0, dtype=np.int64)
+    if G == 0:
+        return empty, empty, empty
+    gidx = np.arange(G, dtype=np.int64)
+    # Every completion of a rank: receives into it (op G + j) and its sends (op j).
+    c_rank = np.concatenate([dst, src])
+    c_time = np.concatenate([events[0::2], events[1::2]])
+    c_op = np.concatenate([G + gidx, gidx])
+    span = int(max(int(c_time.max()), int(start.max()))) + 2
+    key = c_rank * span + c_time
+    by = np.argsort(key, kind="stable")
+    key, c_op, c_time = key[by], c_op[by], c_time[by]
+    later = np.zeros(G, dtype=bool)
+    later[order[1:]] = link[order[1:]] == link[order[:-1]]
+    g = gidx[later]
+    at = np.searchsorted(key, src[g] * span + start[g], side="right") - 1
+    ok = at >= 0
+    at = np.maximum(at, 0)
+    ok &= c_rank[by][at] == src[g]
+    ok &= pos[c_op[at]] < pos[g]
+    return g[ok], c_op[at][ok], c_time[at][ok]
 
 
 def _link_order(

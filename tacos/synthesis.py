@@ -216,12 +216,12 @@ def synthesize(
     single = all(len(tm.hops) == 1 for tm in routes.timed)
     timed: list[Replay] = []
 
-    def timer(tr: Transfers) -> I64:
+    def timer(tr: Transfers) -> tuple[I64, I64]:
         rp = (replay_single_hop if single else replay)(
             tr, routes.timed, cost.reduction_ns(chunk_bytes), cost.on_arrival
         )
         timed.append(rp)
-        return rp.events
+        return rp.events, rp.start
 
     low = _lower(collective, phases, routes, origin, name, timer, cost.on_arrival)
     say(0.92)

@@ -13,9 +13,10 @@ fixes them (`backends.sim.engine`):
 - A first link serves its sends in planned order: lowering adds the dependencies that make a
   simulator queue them so (see `tacos.lowering`), and the replay runs before those exist, so
   it holds each send until the one planned before it on its link has been queued.
-- A shared link (a switch port, a relay's link) serves the messages that reach it at one
-  instant in the order of their sends' positions in the program (``Transfers.key``), as the
-  simulator handles the events of one instant in task order.
+- Ties: at one instant, messages reaching the end of a hop (a shared link: a switch port, a
+  relay's link) or their destination are handled first, in the order of their sends' positions
+  in the program (``Transfers.key``, the simulator's task order); then the sends that became
+  ready at that instant join their links' queues, in the same order.
 
 The replay is event-driven in time order, so it stays exact when the actual times differ from
 the planned ones. Times are integer picoseconds.
@@ -35,7 +36,7 @@ from topologies.cost_model import to_ps
 
 I64 = npt.NDArray[np.int64]
 
-_ENQ, _HOP = 0, 1
+_HOP, _ENQ = 0, 1  # at one instant, hops and deliveries before sends joining their queues
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def replay(
     events = [-1] * (2 * G)
     start = [0] * G
     heap: list[tuple[int, int, int, int, int]] = [
-        (0, key[g], _ENQ, g, 0) for g in range(G) if need_s[g] == 0
+        (0, _ENQ, key[g], g, 0) for g in range(G) if need_s[g] == 0
     ]
     heapq.heapify(heap)
     push = heapq.heappush
@@ -134,7 +135,7 @@ def replay(
                     ready_s[g] = t
                 need_s[g] -= 1
                 if need_s[g] == 0:
-                    push(heap, (ready_s[g], key[g], _ENQ, g, 0))
+                    push(heap, (ready_s[g], _ENQ, key[g], g, 0))
             for i in range(r_so[ev], r_so[ev + 1]):
                 g = r_succ[i]
                 if ready_r[g] < t:
@@ -154,10 +155,10 @@ def replay(
             start[g] = st
             if not on_arrival:
                 complete(2 * g + 1, st + ser)
-        push(heap, (st + travel[route[g]][k], key[g], _HOP, g, k + 1))
+        push(heap, (st + travel[route[g]][k], _HOP, key[g], g, k + 1))
 
     while heap:
-        t, _, typ, g, k = heapq.heappop(heap)
+        t, typ, _, g, k = heapq.heappop(heap)
         if typ == _ENQ:
             ln = link0[g]
             if turn[ln] != g:

@@ -68,6 +68,14 @@ def astra_delay_ns(hops: int, latency_ns: float, bandwidth_bytes_per_ns: float, 
     return int(hops * latency_ns + nbytes / bandwidth_bytes_per_ns)
 
 
+def astra_comp_ns(graph: TaskGraph) -> I64:
+    """Per task, what ASTRA-sim charges for it as a COMP node: ``duration_micros`` whole µs, 0
+    becoming 1 ns; a foreign node that is no work (INVALID, METADATA) nothing."""
+    comp = np.maximum(graph.duration_us.astype(np.int64) * 1000, 1)
+    comp[graph.detail == Detail.NOOP] = 0
+    return comp
+
+
 def is_astra_stack(topology: Topology) -> bool:
     """Whether ``topology`` is a stack of ASTRA-sim dimensions without failed links."""
     lay = topology.layout
@@ -167,9 +175,7 @@ def run_analytical(graph: TaskGraph, topology: Topology) -> EngineRun:
     remaining = np.diff(graph.dep_offsets).tolist()
     delay_col, hop_col, notes = message_delays(graph, topology)
     delay = delay_col.tolist()
-    comp = np.maximum(graph.duration_us * 1000, 1)
-    comp[graph.detail == Detail.NOOP] = 0
-    comp_ns = comp.tolist()
+    comp_ns = astra_comp_ns(graph).tolist()
 
     ready = [0] * n
     finish = [-1] * n

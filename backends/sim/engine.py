@@ -21,13 +21,17 @@ Rules (all from `topologies.cost_model`, whose methods give every number):
   takes its ``duration_ns``.
 
 Times are whole picoseconds inside (`topologies.cost_model.to_ps`: every hop's serialization
-and arrival, every duration rounded once), reported in ns. Requests are handled in time order. The events of one instant (a message reaching the end of
-a hop, a send whose dependencies finished earlier becoming due) are handled in the order of
-their tasks (a message's is its send's), so messages that reach a shared link at the same
-instant are served in task order; a task issued at an instant because another finished then
-makes its request at once. The same inputs always give the same figures, and a producer can
-predict them (`tacos.timing` does). Only two things wait in the event queue: a send whose dependencies
-finish later, and the arrival of a message (or packet) at the far end of a hop. The queue is
+and arrival, every duration rounded once), reported in ns. Requests are handled in time order.
+At one instant, first its events (a message reaching the end of a hop requests the next link,
+a message delivered completes its receive and, on arrival, its send) are handled in the order
+of their tasks (a message's is its send's), with what they complete at once; then the sends
+that became ready at that instant request their first links, in task order. So ties resolve
+by task order alone, the same inputs always give the same figures, and a producer can predict
+them (`tacos.timing` does). ASTRA-sim's rule (events in the order they were queued, a send
+requesting its link as soon as it is ready) is the other choice (``task_order=False``).
+
+Only two things wait in the event queue: a send whose dependencies finish later, and the
+arrival of a message (or packet) at the far end of a hop. The queue is
 a heap of distinct times, each with its events in the order they were queued, so events
 sharing a time cost one heap operation in all. Everything else (completions, issues)
 propagates through dependencies without events, because no finish time is ever before the
@@ -260,8 +264,14 @@ def run_congestion(
     *,
     packet_bytes: int | None = None,
     keep_records: bool = False,
+    task_order: bool = True,
 ) -> EngineRun:
     """Simulate ``graph`` on ``topology`` under the module's rules; see `EngineRun`.
+
+    ``task_order`` (collc's rule): an instant's events are handled in task order and the
+    sends that become ready at an instant request their first links after them, in task
+    order. Without it (ASTRA-sim's rule), events are handled in the order they were queued and
+    a send requests its link as soon as it is ready.
 
     Raises SimError on unmatched messages, impossible routes and deadlocks.
 
@@ -335,6 +345,8 @@ def run_congestion(
     # its dependencies. A task that finishes when issued (a COMP, a RECV whose message is in,
     # a SEND once on its first link) passes its finish time on to its dependants at once.
     work: list[int] = roots(graph)
+    due: list[int] = []  # sends ready at `now`, to request their links after its events
+    releasing = False  # handling `due`: its sends request their links at once
 
     def delivered(e: int) -> None:
         """Send ``e`` completes at ``now`` (on-arrival): pass that on to its dependants."""
@@ -370,6 +382,9 @@ def run_congestion(
                         push(times, at)
                     else:
                         bk.append((e << 2) | 1)
+                    continue
+                elif task_order and not releasing:
+                    due.append((e << 2) | 1)
                     continue
                 else:
                     # Put the message (or its packets) on its first link.
@@ -471,13 +486,21 @@ def run_congestion(
                                 work.append(d)
             work.clear()
         if bi == len(bucket):
-            if not times:
-                break
-            now = pop(times)
-            bucket = buckets.pop(now)
-            bucket.sort()  # an instant's events in task order (see the module docstring)
-            events += len(bucket)
-            bi = 0
+            if due:
+                # The sends that became ready at `now`, after its events, in task order.
+                due.sort()
+                bucket, due, bi = due, [], 0
+                releasing = True
+            else:
+                releasing = False
+                if not times:
+                    break
+                now = pop(times)
+                bucket = buckets.pop(now)
+                if task_order:
+                    bucket.sort()  # an instant's events in task order (module docstring)
+                events += len(bucket)
+                bi = 0
         hc = bucket[bi]
         bi += 1
         how = hc & 3

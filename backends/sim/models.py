@@ -5,6 +5,8 @@
 - ``congestion``: collc's cost model, every link a FIFO server (`backends.sim.engine`).
 - ``analytical``: what ASTRA-sim's congestion-unaware backend reports for the program run as a
   custom collective (`backends.sim.analytical`).
+- ``astra-aware``: what ASTRA-sim's congestion-aware backend reports for it
+  (`backends.sim.astra_aware`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backends.sim.analytical import run_analytical
+from backends.sim.astra_aware import run_astra_aware
 from backends.sim.engine import EngineRun, run_congestion
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult, Timeline
@@ -56,6 +59,12 @@ def _analytical(
     return run_analytical(g, t)
 
 
+def _astra_aware(
+    g: TaskGraph, t: Topology, cost: CostModel, packet_bytes: int | None, keep: bool
+) -> EngineRun:
+    return run_astra_aware(g, t, keep)
+
+
 MODELS: dict[str, Model] = {
     "congestion": Model(
         "congestion",
@@ -69,6 +78,13 @@ MODELS: dict[str, Model] = {
         "ASTRA-sim's congestion-unaware analytical backend running the program as a custom "
         "collective",
         _analytical,
+        completion=Completion.ON_ARRIVAL,
+    ),
+    "astra-aware": Model(
+        "astra-aware",
+        "ASTRA-sim's congestion-aware analytical backend running the program as a custom "
+        "collective (per-link FIFO, whole ns per hop, ASTRA-sim's routes)",
+        _astra_aware,
         completion=Completion.ON_ARRIVAL,
     ),
 }

@@ -15,7 +15,7 @@ CB = 1000
 
 
 def test_models_registry() -> None:
-    assert set(MODELS) == {"congestion", "analytical"}
+    assert set(MODELS) == {"congestion", "analytical", "astra-aware"}
     assert all(m.description for m in MODELS.values())
 
 

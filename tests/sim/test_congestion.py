@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.sim import TaskGraph, TaskKind, simulate, simulate_tasks
+from backends.sim import SimResult, TaskGraph, TaskKind, simulate, simulate_tasks
+from backends.sim.engine import run_congestion
 from backends.sim.errors import SimError
-from backends.sim.tasks import Detail
+from backends.sim.tasks import Detail, tasks_from_program
 from chakra_ir import Buffer, Collective, CollectiveKind, Hints, Program, ProgramBuilder, Slice
 from chakra_ir.verify import verify
 from tests.sim.helpers import (
@@ -295,26 +296,44 @@ def forward_race(through: int, direct: int) -> Program:
     return b.build()
 
 
-@pytest.mark.parametrize(("through", "direct"), [(0, 3), (3, 0)])
-def test_requests_at_the_same_time_go_in_the_order_they_were_made(
-    through: int, direct: int
-) -> None:
-    # Both messages reach NPU 1 at 520 ns. The arrival queued first (that of the lower rank,
-    # whose send was issued first at 0) makes its request for link 1->2 first: it crosses
-    # [520, 540] and lands at 1040, the other [540, 560] and lands at 1060.
-    r = simulate(
-        forward_race(through, direct), topo("fc:4,bw=50GB/s,lat=500ns"), CB, keep_timeline=True
-    )
+def recv_finish_on_rank2(r: SimResult) -> dict[int, float]:
     tl = r.timeline
     assert tl is not None
-    recv2 = {
+    return {
         int(tl.peer[t]): float(tl.finish_ns[t])
         for t in np.flatnonzero((tl.rank == 2) & (tl.kind == TaskKind.RECV))
     }
-    first, second = (through, 1) if through < direct else (1, through)
-    assert recv2[first] == pytest.approx(1040.0)
-    assert recv2[second] == pytest.approx(1060.0)
+
+
+@pytest.mark.parametrize(("through", "direct"), [(0, 3), (3, 0)])
+def test_at_one_instant_hops_go_before_sends_that_became_ready(through: int, direct: int) -> None:
+    # Both requests for link 1->2 come at 520 ns: the message of rank `through` reaches NPU 1,
+    # and rank 1's forward becomes ready as its receive completes. collc's rule serves the
+    # instant's events first: the through message crosses [520, 540] and lands at 1040, the
+    # forward [540, 560] and lands at 1060, whichever rank is lower.
+    t = topo("fc:4,bw=50GB/s,lat=500ns")
+    r = simulate(forward_race(through, direct), t, CB, keep_timeline=True)
+    recv2 = recv_finish_on_rank2(r)
+    assert recv2[through] == pytest.approx(1040.0)
+    assert recv2[1] == pytest.approx(1060.0)
     assert r.finish_ns == pytest.approx(1060.0)
+
+
+@pytest.mark.parametrize(("through", "direct"), [(0, 3), (3, 0)])
+def test_astra_rule_serves_requests_in_the_order_they_were_queued(
+    through: int, direct: int
+) -> None:
+    # Under ASTRA-sim's rule (task_order=False) the arrival queued first (that of the lower
+    # rank, whose send was issued first at 0) requests link 1->2 first; the forward requests
+    # it as soon as its receive completes.
+    g = tasks_from_program(forward_race(through, direct), CB, fold_reductions=True)
+    t = topo("fc:4,bw=50GB/s,lat=500ns")
+    run = run_congestion(g, t, CostModel(), keep_records=True, task_order=False)
+    recv = {int(g.peer[i]): float(run.finish_ns[i]) for i in range(g.num_tasks)
+            if g.kind[i] == TaskKind.RECV and g.rank_of(i) == 2}  # fmt: skip
+    first, second = (through, 1) if through < direct else (1, through)
+    assert recv[first] == pytest.approx(1040.0)
+    assert recv[second] == pytest.approx(1060.0)
 
 
 def test_a_message_to_its_own_rank_crosses_no_link() -> None:
