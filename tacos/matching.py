@@ -103,11 +103,23 @@ def spread(
         ]
     ] = [
         [
-            (link, ser0_of[link], tuple(chs), min(x[2] for x in chs))
+            (
+                link,
+                ser0_of[link],
+                tuple(sorted(chs, key=lambda x: (x[1], x[0]))),
+                min(x[2] for x in chs),
+            )
             for link, chs in sorted(g.items())
         ]
         for g in groups_by
     ]
+    # Channels sharing a first link (behind a switch) are offered in turn, starting after the
+    # sender's own rank: on a switch every sender then aims at a different receiver at once.
+    turn: dict[int, int] = {}
+    for u, grs in enumerate(groups):
+        for link, _, chs, _ in grs:
+            after = [j for j, x in enumerate(chs) if x[1] > u]
+            turn[link] = after[0] if after else 0
     # Hetero awareness: for each channel into v, the other channels into v that are faster.
     into: list[list[int]] = [[] for _ in range(R)]
     for i, c in enumerate(channels):
@@ -177,97 +189,119 @@ def spread(
             hu = fwd[u] if sink >= 0 else has[u]
             if not hu:
                 continue
-            if True:
-                n = len(chans)
-                off = int(rand() * n) if n > 1 else 0
-                for j in range(n):
-                    ch, v, dur, interior = chans[(off + j) % n] if n > 1 else chans[0]
-                    if sink >= 0:
-                        if dist[v] >= dist[u]:
-                            continue
-                        cand = hu
-                    else:
-                        cand = hu & ~(has[v] | inc[v])
-                    if not cand:
+            n = len(chans)
+            off = turn[link] if n > 1 else 0
+            chosen = -1
+            wait = 0  # how long the chosen channel's message queues on its shared links
+            late = -1  # the channel whose shared links free soonest, when every one is busy
+            late_by = 0
+            for j in range(n):
+                ch, v, dur, interior = chans[(off + j) % n] if n > 1 else chans[0]
+                if sink >= 0:
+                    if dist[v] >= dist[u]:
                         continue
-                    ok = True
-                    for l2, o2, _ in interior:
-                        if busy[l2] > t + o2:
-                            ok = False
-                            break
-                    if not ok:
+                    cand = hu
+                else:
+                    cand = hu & ~(has[v] | inc[v])
+                if not cand:
+                    continue
+                d = 0
+                for l2, o2, _ in interior:
+                    if busy[l2] > t + o2 + d:
+                        d = busy[l2] - t - o2
+                if d:
+                    if late < 0 or d < late_by:
+                        late, late_by = (off + j) % n, d
+                    continue
+                if hetero and sink < 0:
+                    pick = _unhurried(
+                        cand,
+                        ch,
+                        v,
+                        t + dur,
+                        into,
+                        ch_src,
+                        ch_dur,
+                        ch_link0,
+                        ch_ser0,
+                        has,
+                        busy,
+                        t,
+                        inc,
+                        full,
+                    )
+                    if not pick and pending[u]:
                         continue
-                    if hetero and sink < 0:
-                        pick = _unhurried(
-                            cand,
-                            ch,
-                            v,
-                            t + dur,
-                            into,
-                            ch_src,
-                            ch_dur,
-                            ch_link0,
-                            ch_ser0,
-                            has,
-                            busy,
-                            t,
-                            inc,
-                            full,
-                        )
-                        if not pick and pending[u]:
-                            continue
-                        if pick:
-                            cand = pick
-                        if near[ch]:
-                            m = 0
-                            for w in near[ch]:
-                                m |= has[w] | inc[w]
-                            rest = cand & ~m
-                            if rest:
-                                cand = rest
-                    elif rivals[ch]:
+                    if pick:
+                        cand = pick
+                    if near[ch]:
                         m = 0
-                        for w in rivals[ch]:
-                            m |= has[w]
+                        for w in near[ch]:
+                            m |= has[w] | inc[w]
                         rest = cand & ~m
                         if rest:
                             cand = rest
-                    if rarity is not None:
-                        cand = rarity.rarest(cand)
-                    r = int(rand() * K)
-                    x = cand >> r
-                    k = r + (x & -x).bit_length() - 1 if x else (cand & -cand).bit_length() - 1
-                    bit = 1 << k
-                    if sink >= 0:
-                        fwd[u] &= ~bit
-                        hu &= ~bit
-                        if v == sink:
-                            served += 1
-                    else:
-                        inc[v] |= bit
-                        served += 1
-                        rarity.add(k)  # type: ignore[union-attr]
-                    busy[link] = t + ser0
-                    for l2, o2, s2 in interior:
-                        busy[l2] = t + o2 + s2
-                    tid = len(t_chunk)
-                    t_chunk.append(k)
-                    t_chan.append(ch)
-                    t_start.append(t)
-                    t_tdep.append(last[u] if done_at[u] == t else -1)
-                    pending[u] += 1
-                    pending[v] += 1
-                    ta = t + dur
-                    if ta > makespan:
-                        makespan = ta
-                    for tt, code in ((ta, 2 * tid), (t + ser0, 2 * tid + 1)):
-                        lst = events.get(tt)
-                        if lst is None:
-                            events[tt] = [code]
-                            heapq.heappush(times, tt)
-                        else:
-                            lst.append(code)
-                    break
+                chosen = (off + j) % n
+                break
+            if chosen < 0:
+                if late < 0:
+                    continue
+                # Every channel with something to carry meets a busy shared link (a switch
+                # port): send on the one that frees soonest; the message queues there.
+                chosen, wait = late, late_by
+                ch, v, dur, interior = chans[chosen]
+                cand = hu if sink >= 0 else hu & ~(has[v] | inc[v])
+            if sink < 0 and rivals[ch]:
+                m = 0
+                for w in rivals[ch]:
+                    m |= has[w]
+                rest = cand & ~m
+                if rest:
+                    cand = rest
+            if rarity is not None:
+                cand = rarity.rarest(cand)
+            r = int(rand() * K)
+            x = cand >> r
+            k = r + (x & -x).bit_length() - 1 if x else (cand & -cand).bit_length() - 1
+            bit = 1 << k
+            if sink >= 0:
+                fwd[u] &= ~bit
+                hu &= ~bit
+                if v == sink:
+                    served += 1
+            else:
+                inc[v] |= bit
+                served += 1
+                rarity.add(k)  # type: ignore[union-attr]
+            busy[link] = t + ser0
+            if n > 1:
+                turn[link] = (chosen + 1) % n
+            d = 0
+            for l2, o2, s2 in interior:
+                st2 = t + o2 + d
+                if busy[l2] > st2:
+                    st2 = busy[l2]
+                busy[l2] = st2 + s2
+                d = st2 - t - o2
+            tid = len(t_chunk)
+            t_chunk.append(k)
+            t_chan.append(ch)
+            t_start.append(t)
+            t_tdep.append(last[u] if done_at[u] == t else -1)
+            pending[u] += 1
+            pending[v] += 1
+            ta = t + dur + d
+            if wait:
+                exact = False
+            if ta > makespan:
+                makespan = ta
+            for tt, code in ((ta, 2 * tid), (t + ser0, 2 * tid + 1)):
+                lst = events.get(tt)
+                if lst is None:
+                    events[tt] = [code]
+                    heapq.heappush(times, tt)
+                else:
+                    lst.append(code)
         if served >= total:
             break
         if progress is not None and served >= next_report:
