@@ -6,7 +6,9 @@ outside the collective's placement (relays, which hold no buffers). A message on
 one Send/Recv pair whose route hint is the channel's node path; it crosses the route hop by hop,
 store-and-forward, as the cost model says.
 
-- Between two ranks joined by links, every parallel link is its own one-hop channel.
+- Between two ranks joined by links, one one-hop channel over the best of their parallel links
+  (highest bandwidth, then lowest latency, then lowest index): a route hint names nodes, not
+  links, so a simulator crossing that hop takes that link, and the schedule must too.
 - Through switches and relays, every rank reachable by a path whose interior avoids ranks gets
   one channel: the breadth-first shortest such path (ties: lowest node id first), with the
   fastest of parallel links on each hop.
@@ -139,10 +141,12 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
     channels: list[Channel] = []
     interior_exists = any(rank_of[x] < 0 for x in range(net.num_nodes))
     for u, x in enumerate(npus):
-        # One-hop channels: every parallel link to another rank.
+        # One-hop channels: to every neighbouring rank, over the best of parallel links.
+        seen_dst: set[int] = set()
         for lk in out[x]:
             v = rank_of[lk.dst]
-            if v >= 0:
+            if v >= 0 and lk.dst not in seen_dst:
+                seen_dst.add(lk.dst)
                 channels.append(Channel(u, v, (x, lk.dst), (lk.index,)))
         if not interior_exists:
             continue

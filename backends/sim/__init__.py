@@ -2,8 +2,9 @@
 
 - `simulate(program, topology, chunk_bytes, model=...)` runs a Program; `simulate_tasks` runs
   any `TaskGraph`; `simulate_et` times per-rank ET traces written by other tools.
-- ``MODELS``: ``congestion`` (collc's cost model, links as FIFO servers) and ``analytical``
-  (ASTRA-sim's congestion-unaware backend on the program as a custom collective).
+- ``MODELS``: ``congestion`` (collc's cost model, links as FIFO servers), ``analytical``
+  (ASTRA-sim's congestion-unaware backend on the program as a custom collective) and
+  ``astra-aware`` (its congestion-aware backend).
 - `astrasim_native_time`: ASTRA-sim's analytical time for its built-in collectives.
 - `write_timeline`: a Chrome-trace/Perfetto JSON; `plot_links`, `plot_gantt`: figures (need
   the ``plot`` extra, matplotlib, imported only when drawing).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,13 +106,11 @@ def test_tracked_builder_equals_auto_deps(
 
 
 @pytest.mark.parametrize("name", ["ring", "ring-bidir", "direct", "rhd", "dbt"])
-def test_large_programs_are_fast_and_verify(name: str) -> None:
+def test_large_programs_verify(name: str) -> None:
 
     entry = ALGORITHMS[name]
     for kind in sorted(entry.collectives):
         n = 64
         c = Collective(kind, n, entry.chunks_per_rank(kind, n), root=5 if kind.rooted else -1)
-        start = time.perf_counter()
         program = entry.generate(c, parse_topology("torus:4x4x4"))
-        assert time.perf_counter() - start < 5.0
         check(program)

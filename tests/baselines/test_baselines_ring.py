@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
 import pytest
 
@@ -188,11 +187,8 @@ def test_pipelined_sub_chunks_are_independent(kind: CollectiveKind, inplace: boo
         assert first_send.deps == ()
 
 
-def test_generation_is_fast() -> None:
+def test_a_large_ring_has_the_expected_operations() -> None:
     n = 256
     c = Collective(AR, n, n)
-    start = time.perf_counter()
     program = ALGORITHMS["ring"].generate(c, parse_topology(f"ring:{n}"))
-    elapsed = time.perf_counter() - start
     assert program.num_ops == n * (1 + 4 * (n - 1))
-    assert elapsed < 5.0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from mscclang_frontend import CompileError, Limits, compile_source
@@ -42,11 +40,9 @@ def error(body: str, limits: Limits | None = FAST) -> CompileError:
     ],
 )
 def test_runaway_programs(body: str, message: str, line: int) -> None:
-    start = time.perf_counter()
     err = error(body)
     assert message in err.message
     assert err.pos is not None and err.pos.line == line
-    assert time.perf_counter() - start < 10
 
 
 def test_default_step_limit_is_ten_million() -> None:
