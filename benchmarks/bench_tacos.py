@@ -1,9 +1,13 @@
 """TACOS quality and speed: estimated time against the best lower bound, synthesis seconds and
 peak memory, on the reference's topologies (algorithms.md section 7) and a few more.
 
-    python benchmarks/bench_tacos.py [--quick] [--big] [--verify]
+    python benchmarks/bench_tacos.py [--quick] [--big] [--verify] [--reference-model]
 
 ``--big`` adds the All-Gather on a 4,096-NPU 3D torus; ``--verify`` also times `verify`.
+``--reference-model`` times the reference's rows under the reference's own link model (a link
+busy for latency + size / bandwidth, `CostModel.latency_holds_link`) and prints the times it
+reported next to collc's: only then are the µs comparable (collc's default link is a pipe,
+busy for the serialization only).
 Synthesis seconds include lowering into the Program (not verification). The growth exponent is
 fitted on the 3D-torus All-Gather rows (seconds ~ NPUs^k).
 """
@@ -25,6 +29,7 @@ from chakra_ir.verify import verify
 from tacos import chunks_for, synthesize
 from tacos.bounds import lower_bounds
 from topologies import parse_topology
+from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 
 AG, AR = CollectiveKind.ALLGATHER, CollectiveKind.ALLREDUCE
 REF = "bw=50GiB/s,lat=500ns"
@@ -69,19 +74,43 @@ ROWS = [
     ),
     ("mesh:4x4,fail=0-1;5-6", AG, 1, 16 * MIB, None),
 ]
+# The All-Gather times (µs) the reference reported for the rows with reference seconds: set A
+# (3 chunks per NPU, 12 MiB) and set B (1 chunk per NPU, 1 GiB), minimum over its runs.
+REFERENCE_US = {
+    (f"mesh:8x8,{REF}", 3): 163.47,
+    (f"mesh:8x8,{REF}", 1): 10016.0,
+    (f"torus:4x4x4,{REF}", 3): 55.06,
+    (f"torus:4x4x4,{REF}", 1): 3443.0,
+    (f"mesh:16x16,{REF}", 3): 308.38,
+    (f"mesh:16x16,{REF}", 1): 10064.0,
+    (f"torus:16x16,{REF}", 3): 155.40,
+    (f"torus:16x16,{REF}", 1): 5110.6,
+    ("mesh:16x16,bw=[50GiB/s,75GiB/s],lat=500ns", 3): 287.45,
+    ("mesh:16x16,bw=[50GiB/s,75GiB/s],lat=500ns", 1): 8045.25,
+    (f"torus:8x8x8,{REF}", 3): 167.06,
+    (f"torus:8x8x8,{REF}", 1): 3402.4,
+    (f"mesh:8x8x8,{REF}", 3): 333.47,
+    (f"mesh:8x8x8,{REF}", 1): 6765.2,
+}
 SCALING = [(f"torus:{k}x{k}x{k},{REF}", AG, 1, GIB, None) for k in (4, 6, 8, 10, 12)]
 BIG = [(f"torus:16x16x16,{REF}", AG, 1, GIB, None)]
 
 
 def run(
-    spec: str, kind: CollectiveKind, c: int, size: int, ref: float | None, check: bool
+    spec: str,
+    kind: CollectiveKind,
+    c: int,
+    size: int,
+    ref: float | None,
+    check: bool,
+    cost: CostModel = DEFAULT_COST_MODEL,
 ) -> dict[str, object]:
     t = parse_topology(spec)
     n = t.num_npus
     coll = Collective(kind, n, chunks_for(kind, n, c))
     reset_peak()
     t0 = time.perf_counter()
-    syn = synthesize(coll, t, chunk_bytes_for(coll, size))
+    syn = synthesize(coll, t, chunk_bytes_for(coll, size), cost=cost)
     secs = time.perf_counter() - t0
     mem = peak_mib()
     b = lower_bounds(kind, t, size, chunks_per_npu=c)
@@ -108,12 +137,41 @@ def run(
     }
 
 
+def reference_model(quick: bool) -> None:
+    """The reference's All-Gather rows with links busy for latency + serialization."""
+    cost = CostModel(latency_holds_link=True)
+    head = f"{'topology':<44} {'c':>2} {'NPUs':>5} {'collc µs':>10} {'reference µs':>13} {'collc/ref':>10} {'synth s':>8}"
+    print(head)
+    print("-" * len(head))
+    for spec, kind, c, size, secs in ROWS:
+        ref_us = REFERENCE_US.get((spec, c))
+        if kind is not AG or secs is None or ref_us is None:
+            continue
+        if quick and parse_topology(spec).num_npus >= 512:
+            continue
+        x = run(spec, kind, c, size, secs, False, cost)
+        est = float(x["est_us"])  # type: ignore[arg-type]
+        print(
+            f"{spec:<44} {c:>2} {x['npus']:>5} {est:>10.2f} {ref_us:>13.2f} "
+            f"{est / ref_us:>10.4f} {x['seconds']:>8.2f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="skip the 512-NPU rows")
     ap.add_argument("--big", action="store_true", help="add the 4,096-NPU 3D torus")
     ap.add_argument("--verify", action="store_true", help="also time verify")
+    ap.add_argument(
+        "--reference-model",
+        action="store_true",
+        help="the reference's rows under its link model, next to the times it reported",
+    )
     args = ap.parse_args()
+    if args.reference_model:
+        reference_model(args.quick)
+        return
     rows = [r for r in ROWS if not (args.quick and parse_topology(r[0]).num_npus >= 512)]
     rows += SCALING + (BIG if args.big else [])
     head = f"{'topology':<34} {'coll':<9} {'c':>2} {'NPUs':>5} {'synth s':>8} {'ref s':>6} {'peak MiB':>8} {'est µs':>11} {'best bound µs':>20} {'ratio':>7} {'ops':>10} {'verify s':>8}"

@@ -8,7 +8,8 @@ Choices, each deliberate:
   arrived (as ASTRA-sim's congestion-aware backend does).
 - A link is a FIFO server busy for the serialization time ``bytes / bandwidth`` only; its
   latency is propagation, so the next message may enter the link while the previous one is
-  still in flight (the link is a pipe).
+  still in flight (the link is a pipe). ``latency_holds_link`` selects the TACOS reference
+  implementation's model instead: the link stays busy for latency + serialization.
 - A switch is an ordinary node: crossing it is the hop on its down link, whose latency and
   bandwidth stand for the switch port. It adds no processing delay of its own beyond
   ``switch_delay_ns`` (0 by default), and it does not reduce (in-network reduction is a later
@@ -94,6 +95,10 @@ class CostModel:
 
     reduce_bytes_per_ns: float = 0.0
     """Reduction throughput; 0 means reductions take no time."""
+    latency_holds_link: bool = False
+    """The TACOS reference implementation's link model: a hop keeps its link busy for latency
+    plus serialization, so the next message cannot enter while one is in flight (off: the
+    link is a pipe, busy for the serialization only)."""
     switch_delay_ns: float = 0.0
     """Extra delay per switch crossed (0: the switch port's link latency says it all)."""
 
@@ -131,8 +136,8 @@ class CostModel:
         """``(serialization, arrival)`` of one hop in whole ps: how long ``nbytes`` keep
         ``link`` busy, and when their last byte has arrived at its far end (plus the switch
         delay when that end is a switch), both from the hop's start."""
-        ser = to_ps(self.serialization_ns(link, nbytes))
         arrive = to_ps(self.hop_ns(link, nbytes))
+        ser = arrive if self.latency_holds_link else to_ps(self.serialization_ns(link, nbytes))
         if into_switch:
             arrive += to_ps(self.switch_delay_ns)
         return ser, arrive
