@@ -362,3 +362,13 @@ def test_a_message_to_its_own_rank_crosses_no_link() -> None:
     assert list(r.timeline.finish_ns) == pytest.approx([100.0, 100.0, 100.0, 107.0])
     assert r.finish_ns == pytest.approx(107.0)
     assert r.hops == 0 and float(r.link_busy_ns.sum()) == 0.0
+
+
+def test_reference_link_model_holds_the_link_for_the_latency() -> None:
+    # The TACOS reference's links: busy for latency + serialization (520 ns here), so the
+    # second message enters at 520 and lands at 1040 (a pipe: at 20, landing at 540).
+    t = topo("ring:2,bw=50GB/s,lat=500ns")
+    held = simulate(two_messages(), t, CB, cost=CostModel(latency_holds_link=True))
+    assert held.finish_ns == pytest.approx(1040.0)
+    assert held.link_busy_ns[0] == pytest.approx(1040.0)
+    assert simulate(two_messages(), t, CB).finish_ns == pytest.approx(540.0)
