@@ -22,8 +22,10 @@ For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` by
   that do not pipeline, which the cost model's links do; so it is not a bound here.)
 
 Reduce-Scatter: the All-Gather bounds on the transposed topology (a Reduce-Scatter run
-backwards is an All-Gather on the transpose). All-Reduce without in-network reduction: the
-Reduce-Scatter bound plus the All-Gather bound, item by item. Broadcast: the root's ``M`` must
+backwards is an All-Gather on the transpose). All-Reduce without in-network reduction: each rank
+receives and sends a value for every element of the buffer (``ingress``, ``egress``, ``chunk``
+over the whole buffer), and the larger of the Reduce-Scatter's and the All-Gather's cut and
+latency bounds; not their sums, which a program that overlaps the phases can beat. Broadcast: the root's ``M`` must
 reach every rank; Reduce: Broadcast on the transpose; Gather: everything must reach the root;
 Scatter: Gather on the transpose.
 """
@@ -118,11 +120,7 @@ def lower_bounds(
     if kind is CollectiveKind.REDUCE_SCATTER:
         return _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
     if kind is CollectiveKind.ALLREDUCE:
-        a = _spread(net, ranks, m, c, cost, shape, chunked)
-        b = _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
-        items = {k: a.items[k] + b.items[k] for k in a.items}
-        desc = {k: f"reduce-scatter + all-gather: {DESCRIPTIONS[k]}" for k in items}
-        return Bounds(items, desc, a.exact_cut)
+        return _allreduce(net, ranks, size_bytes, c, cost, shape, chunked)
     if kind is CollectiveKind.BROADCAST:
         return _rooted(
             net, ranks, ranks[root], size_bytes, n * c, cost, toward=False, chunked=chunked
@@ -144,6 +142,48 @@ def lower_bounds(
 
 
 # -- building blocks -------------------------------------------------------------------------
+
+
+def _allreduce(
+    net: Net,
+    ranks: list[int],
+    size: float,
+    c: int,
+    cost: CostModel,
+    shape: tuple[int, ...],
+    chunked: bool,
+) -> Bounds:
+    """All-Reduce bounds that hold however a program overlaps its phases.
+
+    Every element of every rank's result sums every rank's input, and a rank holds only its own:
+    each rank receives at least one value per element (``ingress``: the whole buffer through
+    its in-links; ``chunk``: ``n c`` chunks) and sends one (``egress``). Making the sum known
+    to all ``n`` ranks takes at least ``2(n-1)`` messages per element (``n-1`` to bring every
+    contribution together somewhere, ``n-1`` more for the others to learn it), so the ranks
+    together send ``2(n-1)`` buffers through their out-links (``total``). The cut and latency
+    bounds are those of the Reduce-Scatter and the All-Gather it contains (the larger of each).
+    Adding the two phases' bounds would be wrong: a program may overlap them.
+    """
+    n = len(ranks)
+    m = size / n
+    a = _spread(net, ranks, m, c, cost, shape, chunked)
+    b = _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
+    out, inn = _adjacency(net)
+    items = {k: max(a.items[k], b.items[k]) for k in a.items}
+    items["ingress"] = max(_fluid(inn[v], size) for v in ranks)
+    items["egress"] = max(_fluid(out[v], size) for v in ranks)
+    items["total"] = _fluid([lk for v in ranks for lk in out[v]], 2 * (n - 1) * size)
+    if chunked:
+        items["chunk"] = max(_chunk_count(inn[v], size / (n * c), n * c) for v in ranks)
+    desc = {
+        "total": "the ranks together send 2(n-1) values per element through their out-links",
+        "ingress": "every rank receives a value for every element of the buffer",
+        "egress": "every rank sends a value for every element of the buffer",
+        "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
+        "cut": "the larger cut bound of the reduce-scatter and the all-gather it contains",
+        "latency": "the larger latency bound of the reduce-scatter and the all-gather",
+    }
+    return Bounds(items, {k: desc[k] for k in items}, a.exact_cut)
 
 
 def _fluid(links: Sequence[LinkCost], nbytes: float) -> float:

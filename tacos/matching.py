@@ -75,10 +75,13 @@ def spread(
     sink: int = -1,
     progress: Progress | None = None,
     on_arrival: bool = False,
+    ready: Sequence[int] = (),
+    busy_until: dict[int, int] | None = None,
 ) -> Plan:
-    """Synthesize the movement of chunks ``k`` (at rank ``chunk_src[k]`` at time 0) to every rank
-    (``sink < 0``) or to rank ``sink``. ``on_arrival``: sends complete when their message has
-    arrived (for ``tdep``). See the module docstring."""
+    """Synthesize the movement of chunks ``k`` (at rank ``chunk_src[k]`` from time ``ready[k]``,
+    0 when not given) to every rank (``sink < 0``) or to rank ``sink``; links listed in
+    ``busy_until`` are taken until then (ps) by earlier work. ``on_arrival``: sends complete
+    when their message has arrived (for ``tdep``). See the module docstring."""
     R = num_ranks
     K = len(chunk_src)
     rng = random.Random(seed)
@@ -140,8 +143,30 @@ def spread(
 
     busy = [0] * (max_link + 1)
     has = [0] * R
+    events: dict[int, list[int]] = {}
+    times: list[int] = []
+    pending = [0] * R  # future events at each rank: arrivals to it, ends of its sends
+    # Codes of events without a transfer: -1 - k, chunk k becomes available at its source;
+    # -1 - K - u, a link of rank u frees from earlier work.
     for k, s in enumerate(chunk_src):
-        has[s] |= 1 << k
+        at = ready[k] if ready else 0
+        if at <= 0:
+            has[s] |= 1 << k
+        else:
+            events.setdefault(at, []).append(-1 - k)
+            pending[s] += 1
+    link_src: dict[int, int] = {}
+    for c, tm in zip(channels, timing, strict=True):
+        link_src[tm.hops[0][0]] = c.src
+    for li, until in (busy_until or {}).items():
+        if li < len(busy):
+            busy[li] = max(busy[li], until)
+            owner = link_src.get(li, -1)
+            if owner >= 0 and until > 0:
+                events.setdefault(until, []).append(-1 - K - owner)
+                pending[owner] += 1
+    for at in events:
+        heapq.heappush(times, at)
     inc = [0] * R
     fwd: list[int] = []
     dist: list[int] = []
@@ -159,12 +184,9 @@ def spread(
     t_chan: list[int] = []
     t_start: list[int] = []
     t_tdep: list[int] = []
-    events: dict[int, list[int]] = {}
-    times: list[int] = []
     last = [-1] * R  # per rank, an operation completing at `done_at` (for tdep)
     done_at = [-1] * R
     mark = [-1] * R  # per rank, the time it was last made active
-    pending = [0] * R  # future events at each rank: arrivals to it, ends of its sends
     served = 0
     makespan = 0
     next_report = 0.0
@@ -326,6 +348,22 @@ def spread(
         t = heapq.heappop(times)
         active = []
         for code in events.pop(t):
+            if code < 0:
+                if code >= -K:
+                    k = -1 - code
+                    x = chunk_src[k]
+                    if sink >= 0:
+                        if x != sink:
+                            fwd[x] |= 1 << k
+                    else:
+                        has[x] |= 1 << k
+                else:
+                    x = -1 - K - code
+                pending[x] -= 1
+                if mark[x] != t:
+                    mark[x] = t
+                    active.append(x)
+                continue
             tid = code >> 1
             if code & 1:
                 x = ch_src[t_chan[tid]]

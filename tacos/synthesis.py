@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,7 +144,13 @@ def synthesize(
     root = collective.root
 
     def solve(
-        on: Net, chunk_src: list[int], sink: int, lo: float, hi: float
+        on: Net,
+        chunk_src: list[int],
+        sink: int,
+        lo: float,
+        hi: float,
+        ready: Sequence[int] = (),
+        busy_until: dict[int, int] | None = None,
     ) -> tuple[Plan, list[Channel], list[Timed], int]:
         channels = build_channels(on, npus)
         timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
@@ -161,6 +167,8 @@ def synthesize(
                 sink=sink,
                 progress=_scaled(say, a, b),
                 on_arrival=cost.on_arrival,
+                ready=ready,
+                busy_until=busy_until,
             )
             if best is None or plan.makespan < best[0].makespan:
                 best = (plan, seed + i)
@@ -197,21 +205,31 @@ def synthesize(
         phases_ns[kind.value] = plan.makespan / PS_PER_NS
     else:
         if net.is_self_transpose():
-            plan, chans, tm, used = solve(net, src, -1, 0.0, 0.7)
+            plan, chans, tm, used = solve(net, src, -1, 0.0, 0.35)
             t_chans, t_plan = _transpose_plan(net, plan, chans)
             t_net = net.transpose()
             t_tm = [time_channel(t_net, ch, chunk_bytes, cost) for ch in t_chans]
             rs = reverse_phase(t_plan, t_chans, t_tm, routes)
             rs_span = plan.makespan
         else:
-            t_plan, t_chans, t_tm, used = solve(net.transpose(), src, -1, 0.0, 0.35)
+            t_plan, t_chans, t_tm, used = solve(net.transpose(), src, -1, 0.0, 0.25)
             rs = reverse_phase(t_plan, t_chans, t_tm, routes)
             rs_span = t_plan.makespan
-            plan, chans, _tm, _ = solve(net, src, -1, 0.35, 0.7)
+            plan, chans, _tm, _ = solve(net, src, -1, 0.25, 0.5)
+        # Two ways to follow the Reduce-Scatter, the planned-shorter kept: the All-Gather
+        # planned as if every chunk were ready at once, after it; or each chunk started where
+        # and when the Reduce-Scatter finishes it, on links as they come free of it.
+        ready, busy_until = _finished(rs, routes, origin)
+        early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, ready, busy_until)
         phases.append(Phase(rs, False, True))
-        phases.append(Phase(forward_phase(plan, chans, routes), True, False, shift=rs_span))
+        if early.makespan < rs_span + plan.makespan:
+            phases.append(Phase(forward_phase(early, e_chans, routes), True, False))
+            ag_ns = (early.makespan - min(ready)) / PS_PER_NS
+        else:
+            phases.append(Phase(forward_phase(plan, chans, routes), True, False, shift=rs_span))
+            ag_ns = plan.makespan / PS_PER_NS
         phases_ns[CollectiveKind.REDUCE_SCATTER.value] = rs_span / PS_PER_NS
-        phases_ns[CollectiveKind.ALLGATHER.value] = plan.makespan / PS_PER_NS
+        phases_ns[CollectiveKind.ALLGATHER.value] = ag_ns
     say(0.85)
     single = all(len(tm.hops) == 1 for tm in routes.timed)
     timed: list[Replay] = []
@@ -289,6 +307,24 @@ def _lower(
         _KEEP["low"] = low
         _KEEP["routes"] = routes
     return low
+
+
+def _finished(rs: dict[str, I64], routes: Routes, owner: I64) -> tuple[list[int], dict[int, int]]:
+    """When the planned Reduce-Scatter ``rs`` finishes each chunk at its owner (its last
+    arrival there, ps), and until when it holds each link."""
+    timed = routes.timed
+    ready = np.zeros(len(owner), dtype=np.int64)
+    dur = np.array([tm.dur for tm in timed], dtype=np.int64)
+    arrive = rs["start"] + dur[rs["route"]]
+    at_owner = rs["dst"] == owner[rs["chunk"]]
+    np.maximum.at(ready, rs["chunk"][at_owner], arrive[at_owner])
+    busy: dict[int, int] = {}
+    for rid, st in zip(rs["route"].tolist(), rs["start"].tolist(), strict=True):
+        for li, off, ser in timed[rid].hops:
+            end = st + off + ser
+            if end > busy.get(li, 0):
+                busy[li] = end
+    return ready.tolist(), busy
 
 
 def _transpose_plan(net: Net, plan: Plan, chans: list[Channel]) -> tuple[list[Channel], Plan]:
