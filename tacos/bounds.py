@@ -144,6 +144,20 @@ def lower_bounds(
 # -- building blocks -------------------------------------------------------------------------
 
 
+def allreduce_volume_bound_ns(
+    net: Net, npus: Sequence[int], chunk_bytes: float, chunks: int
+) -> float:
+    """The cheap All-Reduce bounds (`_allreduce`'s ``total`` and ``chunk``) for ``chunks``
+    chunks of ``chunk_bytes`` over the ranks on ``npus``, in ns: no cut or path search, so a
+    synthesizer can ask it to decide whether to look further."""
+    n = len(npus)
+    size = chunk_bytes * chunks
+    out, inn = _adjacency(net)
+    total = _fluid([lk for v in npus for lk in out[v]], 2 * (n - 1) * size)
+    chunk = max(_chunk_count(inn[v], chunk_bytes, chunks) for v in npus)
+    return max(total, chunk)
+
+
 def _allreduce(
     net: Net,
     ranks: list[int],

@@ -36,7 +36,7 @@ from tacos.matching import Plan, spread
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
 from tacos.timing import Replay, replay, replay_single_hop
-from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
+from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel, to_ps
 from topologies.topology import Topology
 
 I64 = npt.NDArray[np.int64]
@@ -219,10 +219,17 @@ def synthesize(
         # Two ways to follow the Reduce-Scatter, the planned-shorter kept: the All-Gather
         # planned as if every chunk were ready at once, after it; or each chunk started where
         # and when the Reduce-Scatter finishes it, on links as they come free of it.
-        ready, busy_until = _finished(rs, routes, origin)
-        early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, ready, busy_until)
+        # The second is skipped when the first is within 0.5% of the cheap lower bound.
+        classic = rs_span + plan.makespan
+        from tacos.bounds import allreduce_volume_bound_ns  # bounds imports this module
+
+        bound_ps = to_ps(allreduce_volume_bound_ns(net, npus, chunk_bytes, cf))
+        early: Plan | None = None
+        if classic > bound_ps * 1.005:
+            ready, busy_until = _finished(rs, routes, origin)
+            early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, ready, busy_until)
         phases.append(Phase(rs, False, True))
-        if early.makespan < rs_span + plan.makespan:
+        if early is not None and early.makespan < classic:
             phases.append(Phase(forward_phase(early, e_chans, routes), True, False))
             ag_ns = (early.makespan - min(ready)) / PS_PER_NS
         else:
