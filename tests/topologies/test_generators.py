@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-import topologies.topology
 from topologies import Topology, parse_topology
 
 
@@ -213,16 +212,10 @@ def test_graph_links_with_fields() -> None:
     assert parallel == [(7.0, 3000.0, 4), (10.0, 1.0, -1)]
 
 
-def test_large_torus_is_cheap(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_torus_is_cheap(graph_searches: list[int]) -> None:
     # Building a torus searches the graph twice (connectivity, both ways) and routing it not at
     # all: no work grows with the number of routes asked (the benchmarks measure the speed).
-    searches: list[int] = []
-    real = topologies.topology.bfs_parents
-    monkeypatch.setattr(
-        topologies.topology,
-        "bfs_parents",
-        lambda succ, src: searches.append(src) or real(succ, src),
-    )
+    searches = graph_searches
     t = parse_topology("torus:16x16x16")
     assert t.num_npus == 4096 and len(t.links) == 6 * 4096
     assert searches == [0, 0]

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import topologies.topology
 from topologies import Topology, TopologyError, from_networkx, parse_topology
 
 
@@ -132,16 +131,10 @@ def test_route_links_prefers_fastest_parallel_link() -> None:
     assert (lk.bandwidth_bytes_per_ns, lk.latency_ns) == (20.0, 1.0)
 
 
-def test_large_torus_routing_is_lazy_and_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_torus_routing_is_lazy_and_fast(graph_searches: list[int]) -> None:
     # Dimension-order routes need no graph search, whatever the torus's size (the benchmarks
     # measure the speed itself).
-    searches: list[int] = []
-    real = topologies.topology.bfs_parents
-    monkeypatch.setattr(
-        topologies.topology,
-        "bfs_parents",
-        lambda succ, src: searches.append(src) or real(succ, src),
-    )
+    searches = graph_searches
     t = parse_topology("torus:16x16x16")
     searches.clear()  # the two connectivity checks of construction
     for src in range(0, 4096, 97):
