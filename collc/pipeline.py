@@ -254,7 +254,7 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     verify_routes(program, topology)
     seconds["verify"] = time.perf_counter() - t2
     estimate = algo.last.estimated_ns if isinstance(algo, Tacos) and algo.last else None
-    seed = req.seed if req.algorithm == "tacos" else None
+    seed = req.seed if isinstance(algo, Tacos) else None
     tacos_chunks = req.chunks_per_npu if estimate is not None else None
     return _finish(
         program,
@@ -266,6 +266,8 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         estimate,
         seed,
         tacos_chunks,
+        # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
+        {"seeds": req.seeds} if isinstance(algo, Tacos) else None,
         completion=cost.completion,
     )
 

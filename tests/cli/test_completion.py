@@ -113,3 +113,14 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert err == ""
+
+
+def test_the_manifest_records_what_reproduces_the_program(tmp_path: Path) -> None:
+    # With --seeds K each phase keeps its best of K seeds: the manifest records the first seed
+    # and K, and synthesizing again with them gives the same program.
+    synth(tmp_path / "a", "--seed", "3", "--seeds", "4", "--chunks-per-npu", "2")
+    m = json.loads((tmp_path / "a" / MANIFEST).read_text())
+    assert (m["seed"], m["extra"]["seeds"]) == (3, 4)
+    synth(tmp_path / "b", "--seed", "3", "--seeds", "4", "--chunks-per-npu", "2")
+    ra, rb = run("inspect", str(tmp_path / "a")), run("inspect", str(tmp_path / "b"))
+    assert ra.output == rb.output
