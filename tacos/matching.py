@@ -1,9 +1,12 @@
-"""The link-chunk matching on a time-expanded network (TACOS, reference section 1), link-centric.
+"""The link-chunk matching on a time-expanded network (TACOS), link-centric.
 
 Time advances from event to event (chunk arrivals and links finishing a serialization). At each
 event time every rank that had an event (or every rank at time 0) looks at its free outgoing
 first links; for each, it picks a channel whose later hops are free when the chunk reaches them
-(switch ports and relays are shared capacity, never queued on) and a chunk:
+(switch ports and relays are shared capacity) and a chunk. Channels sharing a first link are
+offered in turn, starting after the sender's own rank, so on a switch the senders aim at
+different receivers at once; when every channel with a candidate meets a busy shared link, the
+message goes on the one that frees soonest and queues there. The candidates:
 
     candidates = has[u] & ~(has[v] | incoming[v])
 
