@@ -58,11 +58,15 @@ class Hints:
 
     ``route``: for a Send, the node path (NPU, switches..., NPU) its message was charged on.
     ``channel``/``threadblock``: MSCCL placement hints; -1 when unset.
+    ``after``: for a Send, the rank-local id of an earlier Send on the same link that a
+    simulator must issue first even when both become ready at one instant; -1 when unset. The
+    ET writer expresses it with a gate node (see `chakra_ir.et.layout`).
     """
 
     route: tuple[int, ...] = ()
     channel: int = -1
     threadblock: int = -1
+    after: int = -1
 
 
 NO_HINTS = Hints()
@@ -118,6 +122,7 @@ COLUMNS = (
     "tag",
     "channel",
     "threadblock",
+    "after",
 )
 COLUMN_DTYPES: dict[str, Any] = {
     "kind": np.int8,
@@ -130,6 +135,7 @@ COLUMN_DTYPES: dict[str, Any] = {
     "tag": np.int32,
     "channel": np.int32,
     "threadblock": np.int32,
+    "after": np.int32,
 }
 
 
@@ -140,7 +146,7 @@ class Program:
     Columns (one entry per operation, ranks concatenated in order):
       ``kind`` (`OpKind`), ``peer`` (-1 for local ops), ``src_buf``/``src_index`` (-1 for a
       Recv), ``dst_buf``/``dst_index`` (-1 for a Send), ``count`` (slots moved), ``tag``,
-      ``channel``/``threadblock`` (hints, -1 when unset).
+      ``channel``/``threadblock``/``after`` (hints, -1 when unset).
     CSR arrays: ``dep_offsets``/``deps`` (rank-local ids), ``route_offsets``/``route_nodes``
     (a Send's charged node path; empty when none).
     ``buffer_sizes[r]`` = (input, output, scratch) slots of rank r.
@@ -160,6 +166,7 @@ class Program:
     tag: I32
     channel: I32
     threadblock: I32
+    after: I32
     dep_offsets: I64
     deps: I32
     route_offsets: I64
@@ -184,8 +191,8 @@ class Program:
     ) -> Program:
         """Build from whole columns (the fast path for generators and decoders).
 
-        ``columns`` holds every name of `COLUMNS`; ``channel``, ``threadblock`` and ``tag``
-        may be omitted (-1, -1, 0). Arrays are converted to the canonical dtypes.
+        ``columns`` holds every name of `COLUMNS`; ``channel``, ``threadblock``, ``after`` and
+        ``tag`` may be omitted (-1, -1, -1, 0). Arrays are converted to the canonical dtypes.
         """
         ro = np.ascontiguousarray(rank_offsets, dtype=np.int64)
         n = int(ro[-1])
@@ -309,8 +316,10 @@ def _make_op(p: Program, g: int) -> Op:
     k = OpKind(int(p.kind[g]))
     deps = tuple(int(d) for d in p.deps_of(g))
     route = p.route_of(g)
-    ch, tb = int(p.channel[g]), int(p.threadblock[g])
-    hints = NO_HINTS if (not route and ch == -1 and tb == -1) else Hints(route, ch, tb)
+    ch, tb, af = int(p.channel[g]), int(p.threadblock[g]), int(p.after[g])
+    hints = Hints(route, ch, tb, af)
+    if hints == NO_HINTS:
+        hints = NO_HINTS
     count = int(p.count[g])
     if k is OpKind.SEND:
         return Send(
@@ -376,7 +385,7 @@ class ProgramBuilder:
         if self.auto_deps:
             dep_set.extend(self._slot_deps(rank, local, reads, writes))
         ordered = tuple(sorted(set(dep_set)))
-        self._rows[rank].append((*row, hints.channel, hints.threadblock))
+        self._rows[rank].append((*row, hints.channel, hints.threadblock, hints.after))
         self._deps[rank].append(ordered)
         self._routes[rank].append(hints.route)
         return local

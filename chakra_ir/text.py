@@ -50,6 +50,8 @@ def format_op(op: Op) -> str:
         text += f" ch={h.channel}"
     if h.threadblock != -1:
         text += f" tb={h.threadblock}"
+    if h.after != -1:
+        text += f" after={h.after}"
     if h.route:
         text += " route=" + ">".join(str(n) for n in h.route)
     return text
@@ -202,7 +204,9 @@ def parse_program(text: str, file: str = "<text>") -> Program:
             f = _fields(tokens[2:])
             deps = tuple(int(d) for d in f["deps"].split(",")) if "deps" in f else ()
             route = tuple(int(x) for x in f["route"].split(">")) if "route" in f else ()
-            hints = Hints(route, int(f.get("ch", -1)), int(f.get("tb", -1)))
+            hints = Hints(
+                route, int(f.get("ch", -1)), int(f.get("tb", -1)), int(f.get("after", -1))
+            )
             if hints == Hints():
                 hints = NO_HINTS
             op: Op

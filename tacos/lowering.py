@@ -390,7 +390,10 @@ def lower(
     events, started = timer(transfers)
     actual = [(w, op, events[ev_of[op]]) for w, op, _ in waits]
     actual.append(_last_before_start(order, lk, src, dst, events, started, pos))
-    o_op, o_on = _link_order(order, lk, actual, G)
+    o_op, o_on, tied, before_it = _link_order(order, lk, actual, G)
+    after = np.full(n_ops, -1, dtype=np.int32)
+    after[pos[tied]] = pos[before_it] - rank_offsets[src[before_it]]
+    columns["after"] = after
     waits.clear()
     del actual, order, lk
     d_op = np.concatenate([d_op, o_op.astype(np.int32)])
@@ -467,21 +470,24 @@ def _last_before_start(
 
 def _link_order(
     order: I64, link: I64, waits: list[tuple[I64, I64, I64]], G: int
-) -> tuple[I64, I64]:
+) -> tuple[I64, I64, I64, I64]:
     """The dependencies that keep each first link's sends in planned order (module docstring).
 
     ``order`` lists the transfers link by link in planned order; ``waits`` holds, per send, the
     operations it waits for with their completion times (the replay's). Along each link, the latest
     planned time waited for so far is a running maximum; a send depends on every operation
     that an earlier-or-same send of its link waits for at exactly that maximum. Returns
-    ``(sends, ops)`` pairs (duplicates of existing dependencies are dropped later).
+    ``(sends, ops)`` pairs (duplicates of existing dependencies are dropped later), and the
+    ``(sends, previous)`` pairs of sends that become ready at the same instant as the send
+    before them on their link: released together, which order a simulator issues them in is
+    its own choice, so they get an ``after`` hint (a gate in the ET).
     """
     empty = np.zeros(0, dtype=np.int64)
-    if G == 0 or not waits:
-        return empty, empty
-    w_send = np.concatenate([w[0] for w in waits]).astype(np.int64)
-    w_op = np.concatenate([w[1] for w in waits]).astype(np.int64)
-    w_at = np.concatenate([w[2] for w in waits]).astype(np.int64)
+    if G == 0:
+        return empty, empty, empty, empty
+    w_send = np.concatenate([w[0] for w in waits] + [empty]).astype(np.int64)
+    w_op = np.concatenate([w[1] for w in waits] + [empty]).astype(np.int64)
+    w_at = np.concatenate([w[2] for w in waits] + [empty]).astype(np.int64)
     pos = np.empty(G, dtype=np.int64)
     pos[order] = np.arange(G, dtype=np.int64)
     seq_link = link[order]
@@ -500,6 +506,8 @@ def _link_order(
     ends = np.concatenate([np.flatnonzero(new_run)[1:], [G]])
     run_end[np.flatnonzero(new_run)] = ends
     run_end = np.maximum.accumulate(np.where(new_run, run_end, 0))
+    tied = np.flatnonzero(~new_run)
+    ties = (order[tied], order[tied - 1])
     # Each wait at its position's running maximum binds every send from there to the run's end.
     p = pos[w_send]
     at_max = (w_at == run_max[p]) & (w_at >= 0)
@@ -507,10 +515,10 @@ def _link_order(
     lens = run_end[p] - p
     total = int(lens.sum())
     if total == 0:
-        return empty, empty
+        return empty, empty, *ties
     first = np.cumsum(lens) - lens
     targets = np.repeat(p - first, lens) + np.arange(total, dtype=np.int64)
-    return order[targets], np.repeat(op, lens)
+    return order[targets], np.repeat(op, lens), *ties
 
 
 def _accumulator(c: Collective, rank: I64, x: I64, origin: I64) -> tuple[I64, I64]:

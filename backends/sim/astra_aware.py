@@ -26,9 +26,11 @@ astra-network-analytical, which routes as above. Topologies that are not stacks 
 FullyConnected and Switch dimensions (or that have failed links) are refused.
 
 One difference is known: ASTRA-sim's current custom collective keeps its ready nodes in a hash
-set, so nodes released together may be issued out of id order there once the set has grown
-(the 2024 version and the workload layer issue in ascending order). Only sends that one
-completion releases onto the same link can notice.
+set, so nodes released together may be issued out of id order there (the 2024 version and the
+workload layer issue in ascending order). Only sends released at one instant onto the same link
+can notice; TACOS gates them (an ``after`` hint, a 1 ns COMP node in the ET, which this model
+counts), so its programs agree exactly, while a baseline that releases two sends onto one link
+at once may take longer in ASTRA-sim than here.
 """
 
 from __future__ import annotations

@@ -18,6 +18,10 @@ under collc's cost model (a reduction costs ``cost.reduction_ns(bytes)``, a copy
 ``duration_us``, the whole microseconds an ET states (ASTRA-sim's unit). With
 ``fold_reductions`` a reducing Recv stays one RECV task whose ``duration_ns`` is its reduction,
 done after the message has arrived: the same times under collc's cost model, fewer tasks.
+Without it, a Send with an ``after`` hint is preceded by its gate, a COMP task of no work that
+depends on what the named send depends on (and on that send's gate), as the ET writes it; with
+it the gate is left out (it takes no time under collc's cost model, and the program's own
+dependencies already order the link).
 """
 
 from __future__ import annotations
@@ -60,9 +64,11 @@ class Detail(IntEnum):
     """A compute node of a foreign ET."""
     NOOP = 7
     """A foreign node that takes no time (INVALID_NODE, METADATA_NODE)."""
+    GATE = 8
+    """The gate node the ET writer puts before a send with an ``after`` hint."""
 
 
-DETAIL_NAMES = ("send", "recv", "recv", "copy", "reduce", "reduce", "comp", "noop")
+DETAIL_NAMES = ("send", "recv", "recv", "copy", "reduce", "reduce", "comp", "noop", "gate")
 """Short name per `Detail` value."""
 
 
@@ -284,12 +290,15 @@ def tasks_from_program(
     op_kind = p.kind.astype(np.int64)
     is_rr = op_kind == OpKind.RECV_REDUCE
     split = np.zeros_like(is_rr) if fold_reductions else is_rr
-    per_op = 1 + split.astype(np.int64)
+    gate = np.zeros_like(is_rr) if fold_reductions else (p.after != -1)
+    per_op = 1 + split.astype(np.int64) + gate
     first = np.zeros(nops + 1, dtype=np.int64)
     np.cumsum(per_op, out=first[1:])
-    last = first[:-1] + split
+    f = first[:-1] + gate  # each op's own task (after its gate)
+    last = f + split
     n = int(first[-1])
-    f = first[:-1]
+    g_ops = np.flatnonzero(gate)
+    g_task = f[g_ops] - 1
 
     detail_of_op = np.array(
         [Detail.SEND, Detail.RECV, Detail.RECV_REDUCE, Detail.COPY, Detail.REDUCE], dtype=np.int8
@@ -301,10 +310,12 @@ def tasks_from_program(
     detail = np.full(n, Detail.REDUCE_RECEIVED, dtype=np.int8)
     kind[f] = kind_of_op[op_kind]
     detail[f] = detail_of_op[op_kind]
+    detail[g_task] = Detail.GATE
 
     op_bytes = p.count.astype(np.int64) * int(chunk_bytes)
     op_of_task = np.repeat(np.arange(nops, dtype=np.int64), per_op)
     nbytes = op_bytes[op_of_task]
+    nbytes[g_task] = 0
     peer = np.full(n, -1, dtype=np.int64)
     comm = kind != TaskKind.COMP
     peer[comm] = p.peer.astype(np.int64)[op_of_task[comm]]
@@ -329,9 +340,13 @@ def tasks_from_program(
     # task of each named op; a reduction half depends on its receive half.
     op_rank = p.op_rank().astype(np.int64)
     op_ndeps = np.diff(p.dep_offsets)
+    g_after = p.rank_offsets[op_rank[g_ops]] + p.after[g_ops].astype(np.int64)
+    a_ndeps = op_ndeps[g_after]
+    a_gated = gate[g_after]
     task_ndeps = np.zeros(n, dtype=np.int64)
-    task_ndeps[f] = op_ndeps
+    task_ndeps[f] = op_ndeps + gate
     task_ndeps[f[split] + 1] = 1
+    task_ndeps[g_task] = a_ndeps + a_gated
     dep_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(task_ndeps, out=dep_offsets[1:])
     deps = np.zeros(int(dep_offsets[-1]), dtype=np.int64)
@@ -351,6 +366,20 @@ def tasks_from_program(
         deps[dep_offsets[f[owner]] + within] = last[target_op]
     rr_first = f[split]
     deps[dep_offsets[rr_first + 1]] = rr_first
+    # A gated send depends on its gate last; a gate on what the named send depends on, then
+    # on that send's own gate.
+    deps[dep_offsets[f[g_ops]] + op_ndeps[g_ops]] = g_task
+    total_a = int(a_ndeps.sum())
+    if total_a:
+        g_owner = np.repeat(np.arange(len(g_ops), dtype=np.int64), a_ndeps)
+        a_within = np.arange(total_a, dtype=np.int64) - np.repeat(
+            np.cumsum(a_ndeps) - a_ndeps, a_ndeps
+        )
+        src = p.dep_offsets[g_after][g_owner] + a_within
+        a_target = p.rank_offsets[op_rank[g_ops][g_owner]] + p.deps[src].astype(np.int64)
+        deps[dep_offsets[g_task[g_owner]] + a_within] = last[a_target]
+    sel = np.flatnonzero(a_gated)
+    deps[dep_offsets[g_task[sel]] + a_ndeps[sel]] = f[g_after[sel]] - 1
 
     route_len = np.zeros(n, dtype=np.int64)
     route_len[f] = np.diff(p.route_offsets)

@@ -266,7 +266,7 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
     if not has_op.all():
         bad = int(np.flatnonzero(~has_op)[0])
         raise EtDecodeError(f"node {bad} lacks the collc_op attribute", t.file, int(t.offsets[bad]))
-    bad_op = np.flatnonzero((cop < 0) | (cop > layout.OP_IDLE))
+    bad_op = np.flatnonzero((cop < 0) | (cop > layout.OP_GATE))
     if bad_op.size:
         b = int(bad_op[0])
         raise EtDecodeError(
@@ -298,6 +298,26 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
             int(t.offsets[bad]),
         )
 
+    # Every gate is followed by the send it gates, which carries collc_after and depends on it.
+    gates = np.flatnonzero(cop == layout.OP_GATE)
+    if gates.size:
+        nxt = gates + 1
+        _, has_after = t.int_attr("collc_after")
+        ok = nxt < n
+        ok[ok] &= (cop[nxt[ok]] == OpKind.SEND) & has_after[nxt[ok]]
+        if ok.all():
+            ends = t.data_dep_offsets[nxt + 1]
+            last = t.data_deps[np.maximum(ends - 1, 0)]
+            ok &= (ends > t.data_dep_offsets[nxt]) & (last == gates)
+        if not ok.all():
+            b = int(gates[np.flatnonzero(~ok)[0]])
+            raise EtDecodeError(
+                f"node {b}: a gate must be followed by its send, which carries collc_after and "
+                "depends on it last",
+                t.file,
+                int(t.offsets[b]),
+            )
+    is_gate = cop == layout.OP_GATE
     op_nodes = np.flatnonzero(is_op)
     node_to_op = np.cumsum(is_op) - 1  # a reduction node maps to its receive
     kind = cop[op_nodes]
@@ -323,7 +343,13 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
     d_idx = np.repeat(t.data_dep_offsets[op_nodes], d_rows) + (
         np.arange(int(d_rows.sum()), dtype=np.int64) - np.repeat(np.cumsum(d_rows) - d_rows, d_rows)
     )
-    deps = node_to_op[t.data_deps[d_idx]] if d_idx.size else np.zeros(0, dtype=np.int64)
+    targets = t.data_deps[d_idx] if d_idx.size else np.zeros(0, dtype=np.int64)
+    if gates.size:  # a send's dependency on its gate is the after hint, not an operation
+        keep = ~is_gate[targets]
+        dep_owner = np.repeat(np.arange(len(op_nodes), dtype=np.int64), d_rows)
+        d_rows = np.bincount(dep_owner[keep], minlength=len(op_nodes)).astype(np.int64)
+        targets = targets[keep]
+    deps = node_to_op[targets] if targets.size else np.zeros(0, dtype=np.int64)
     dep_offsets = np.zeros(len(op_nodes) + 1, dtype=np.int64)
     np.cumsum(d_rows, out=dep_offsets[1:])
 
@@ -339,6 +365,7 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
         "tag": tag,
         "channel": attr("collc_channel", -1),
         "threadblock": attr("collc_threadblock", -1),
+        "after": attr("collc_after", -1),
     }
     out: dict[str, npt.NDArray[np.integer[Any]]] = {
         name: _narrow(t, name, values, op_nodes) for name, values in columns.items()

@@ -5,6 +5,10 @@ Per rank, operations become nodes in program order, ids 0, 1, ... in file order:
 - ``Send`` -> COMM_SEND_NODE; ``Recv`` -> COMM_RECV_NODE; ``Copy``/``Reduce`` -> COMP_NODE;
 - a reducing ``Recv`` -> COMM_RECV_NODE followed by a COMP_NODE (the reduction) that
   data-depends on it; operations that depend on the reducing receive depend on that COMP node;
+- a ``Send`` with an ``after`` hint (send ``A`` of its rank) -> a gate COMP_NODE (duration 0,
+  which ASTRA-sim runs for 1 ns) right before its COMM_SEND_NODE: the gate depends on what
+  ``A``'s node depends on, and the send also on the gate. A simulator that issues the nodes
+  ready at one instant in any order then still issues the send after ``A``;
 - an operation's dependencies -> ``data_deps`` (node ids);
 - a rank without operations gets one idle COMP_NODE (duration 0), because ASTRA-sim refuses a
   file without a dependency-free node.
@@ -25,7 +29,7 @@ total_chunk_cnt       int32       send/recv: the collective's size in chunks (``
 num_ops               int64       COMP: bytes reduced (one operation a byte); 0 for copy/idle
 tensor_size           uint64      COMP: bytes read/written (count x chunk bytes)
 collc_op              int32       every node: `OpKind` value, 5 = reduction after a reducing
-                                  receive, 6 = idle
+                                  receive, 6 = idle, 7 = gate
 collc_peer            int32       copy/reduce whose peer column is not -1
 collc_src_buf/_index  int32       op nodes, except a recv whose value is -1
 collc_dst_buf/_index  int32       op nodes, except a send whose value is -1
@@ -33,6 +37,7 @@ collc_count           int32       op nodes
 collc_tag             int32       send/recv; copy/reduce when not 0
 collc_channel         int32       op nodes whose channel hint is not -1
 collc_threadblock     int32       op nodes whose threadblock hint is not -1
+collc_after           int32       sends whose after hint is not -1
 collc_route           int64_list  op nodes with a route hint
 ====================  ==========  ==============================================================
 
@@ -71,13 +76,14 @@ ET_FORMAT = 1
 
 OP_REDUCE_AFTER_RECV = 5
 OP_IDLE = 6
+OP_GATE = 7
 
-NODE_NAMES = ("send", "recv", "recv_reduce", "copy", "reduce", "reduce_received", "idle")
+NODE_NAMES = ("send", "recv", "recv_reduce", "copy", "reduce", "reduce_received", "idle", "gate")
 """Node name per ``collc_op`` value."""
 
 NODE_TYPES = np.array(
     [s.NodeType.COMM_SEND_NODE, s.NodeType.COMM_RECV_NODE, s.NodeType.COMM_RECV_NODE]
-    + [s.NodeType.COMP_NODE] * 4,
+    + [s.NodeType.COMP_NODE] * 5,
     dtype=np.int64,
 )
 """Node type per ``collc_op`` value."""
@@ -221,6 +227,17 @@ def check_encodable(p: Program, chunk_bytes: int, reduce_micros: int) -> None:
         raise EtEncodeError(f"{int(p.count.max())} slots of {chunk_bytes} bytes exceed int64")
     if p.collective.size_chunks > _INT32_MAX:
         raise EtEncodeError("the collective's size in chunks exceeds int32")
+    bad = np.flatnonzero((p.after != -1) & (kind != OpKind.SEND))
+    if bad.size:
+        raise EtEncodeError(f"{p.describe_op(int(bad[0]))}: only a send may carry an after hint")
+    rank_len_op = np.diff(p.rank_offsets)[p.op_rank()]
+    bad = np.flatnonzero((p.after < -1) | (p.after >= rank_len_op))
+    if bad.size:
+        g = int(bad[0])
+        raise EtEncodeError(
+            f"{p.describe_op(g)}: its after hint names op {int(p.after[g])}, which its rank "
+            "does not have"
+        )
     if len(p.deps):
         owner = np.repeat(np.arange(p.num_ops, dtype=np.int64), np.diff(p.dep_offsets))
         rank_len = np.diff(p.rank_offsets)[p.op_rank()[owner]]
@@ -235,13 +252,15 @@ def check_encodable(p: Program, chunk_bytes: int, reduce_micros: int) -> None:
 @dataclass(frozen=True)
 class ProgramLayout:
     """Whole-program facts the per-batch layout needs: per op its rank, whether it is a
-    reducing receive, its node id in its rank's file, and its ``comm_tag``."""
+    reducing receive, whether a gate precedes it, its node id in its rank's file (the gate's
+    is one less), and its ``comm_tag``."""
 
     program: Program
     chunk_bytes: int
     reduce_micros: int
     op_rank: I64
     is_rr: BOOL
+    gated: BOOL
     node_id: I64
     tags: I64
     coll_json: str
@@ -252,16 +271,27 @@ class ProgramLayout:
         check_encodable(p, chunk_bytes, reduce_micros)
         op_rank = p.op_rank().astype(np.int64)
         is_rr = p.kind == OpKind.RECV_REDUCE
+        gated = p.after != -1
         rr_cum = np.zeros(p.num_ops + 1, dtype=np.int64)
         np.cumsum(is_rr, out=rr_cum[1:])
+        g_cum = np.zeros(p.num_ops + 1, dtype=np.int64)
+        np.cumsum(gated, out=g_cum[1:])
         start = p.rank_offsets[:-1][op_rank]
-        node_id = np.arange(p.num_ops, dtype=np.int64) - start + rr_cum[:-1] - rr_cum[start]
+        node_id = (
+            np.arange(p.num_ops, dtype=np.int64)
+            - start
+            + rr_cum[:-1]
+            - rr_cum[start]
+            + g_cum[1:]
+            - g_cum[start]
+        )
         return cls(
             p,
             chunk_bytes,
             reduce_micros,
             op_rank,
             is_rr,
+            gated,
             node_id,
             comm_tags(p),
             collective_json(p.collective),
@@ -276,32 +306,51 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
     nb = g1 - g0
     kind = p.kind[g0:g1].astype(np.int64)
     is_rr = lay.is_rr[g0:g1]
-    rr_cum = np.zeros(nb + 1, dtype=np.int64)
-    np.cumsum(is_rr, out=rr_cum[1:])
-    nn = nb + int(rr_cum[-1])
-    op_node = np.arange(nb, dtype=np.int64) + rr_cum[:-1]
+    gated = lay.gated[g0:g1]
+    before = np.zeros(nb + 1, dtype=np.int64)
+    np.cumsum(is_rr.astype(np.int64) + gated, out=before[1:])
+    nn = nb + int(before[-1])
+    op_node = np.arange(nb, dtype=np.int64) + before[:-1] + gated  # a gate comes first
     rr_ops = np.flatnonzero(is_rr)
     comp_node = op_node[rr_ops] + 1
+    g_ops = np.flatnonzero(gated)
+    gate_node = op_node[g_ops] - 1
 
     node_op = np.empty(nn, dtype=np.int64)
     node_op[op_node] = np.arange(nb, dtype=np.int64)
     node_op[comp_node] = rr_ops
+    node_op[gate_node] = g_ops
     cop = np.empty(nn, dtype=np.int64)
     cop[op_node] = kind
     cop[comp_node] = OP_REDUCE_AFTER_RECV
+    cop[gate_node] = OP_GATE
     op_rank = lay.op_rank[g0:g1]
     node_rank = op_rank[node_op]
-    ids = lay.node_id[g0:g1][node_op] + (cop == OP_REDUCE_AFTER_RECV)
+    ids = (
+        lay.node_id[g0:g1][node_op]
+        + (cop == OP_REDUCE_AFTER_RECV)
+        - (cop == OP_GATE).astype(np.int64)
+    )
     change = np.flatnonzero(node_rank[1:] != node_rank[:-1]) + 1
     file_offsets = np.concatenate([[0], change, [nn]]).astype(np.int64)
     file_ranks = node_rank[file_offsets[:-1]]
 
-    # data_deps: an op's deps (op ids) -> node ids; a reduction node -> its receive.
+    # data_deps: an op's deps (op ids) -> the node completing each (a reducing receive's
+    # reduction node), then its gate; a reduction node -> its receive; a gate -> what the
+    # send it follows (A) depends on, and A's own gate.
+    def done_node(target: I64) -> I64:
+        out: I64 = lay.node_id[target] + lay.is_rr[target]
+        return out
+
     d0, d1 = int(p.dep_offsets[g0]), int(p.dep_offsets[g1])
     op_dep_count = np.diff(p.dep_offsets[g0 : g1 + 1]).astype(np.int64)
+    g_after = p.rank_offsets[op_rank[g_ops]] + p.after[g0:g1][g_ops].astype(np.int64)
+    a_count = (p.dep_offsets[g_after + 1] - p.dep_offsets[g_after]).astype(np.int64)
+    a_gated = lay.gated[g_after]
     dep_count = np.zeros(nn, dtype=np.int64)
-    dep_count[op_node] = op_dep_count
+    dep_count[op_node] = op_dep_count + gated
     dep_count[comp_node] = 1
+    dep_count[gate_node] = a_count + a_gated
     dep_offsets = np.zeros(nn + 1, dtype=np.int64)
     np.cumsum(dep_count, out=dep_offsets[1:])
     deps = np.zeros(int(dep_offsets[-1]), dtype=np.int64)
@@ -311,8 +360,20 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
         within = np.arange(d1 - d0, dtype=np.int64) - np.repeat(
             np.cumsum(op_dep_count) - op_dep_count, op_dep_count
         )
-        deps[dep_offsets[op_node[owner]] + within] = lay.node_id[target] + lay.is_rr[target]
+        deps[dep_offsets[op_node[owner]] + within] = done_node(target)
+    deps[dep_offsets[op_node[g_ops]] + op_dep_count[g_ops]] = ids[gate_node]
     deps[dep_offsets[comp_node]] = ids[comp_node] - 1
+    total_a = int(a_count.sum())
+    if total_a:
+        g_owner = np.repeat(np.arange(len(g_ops), dtype=np.int64), a_count)
+        a_within = np.arange(total_a, dtype=np.int64) - np.repeat(
+            np.cumsum(a_count) - a_count, a_count
+        )
+        src = p.dep_offsets[g_after][g_owner] + a_within
+        a_target = p.rank_offsets[op_rank[g_ops][g_owner]] + p.deps[src].astype(np.int64)
+        deps[dep_offsets[gate_node[g_owner]] + a_within] = done_node(a_target)
+    sel = np.flatnonzero(a_gated)
+    deps[dep_offsets[gate_node[sel]] + a_count[sel]] = lay.node_id[g_after[sel]] - 1
 
     def col(name: str) -> I64:
         out: I64 = getattr(p, name)[g0:g1][node_op].astype(np.int64)
@@ -343,6 +404,7 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
         tag=col("tag"),
         channel=col("channel"),
         threadblock=col("threadblock"),
+        after=col("after"),
         ctag=lay.tags[g0:g1][node_op],
         route_offsets=route_offsets,
         route_values=route_values,
@@ -372,6 +434,7 @@ def idle_table(lay: ProgramLayout, rank: int) -> NodeTable:
         tag=z,
         channel=m,
         threadblock=m,
+        after=m,
         ctag=m,
         route_offsets=np.zeros(2, dtype=np.int64),
         route_values=np.zeros(0, dtype=np.int64),
@@ -396,6 +459,7 @@ def _table(
     tag: I64,
     channel: I64,
     threadblock: I64,
+    after: I64,
     ctag: I64,
     route_offsets: I64,
     route_values: I64,
@@ -409,7 +473,7 @@ def _table(
     is_comm = is_send | is_recv
     is_comp = ~is_comm
     is_reduction = (cop == OpKind.REDUCE) | (cop == OP_REDUCE_AFTER_RECV)
-    count = np.where(cop == OP_IDLE, 0, count)
+    count = np.where((cop == OP_IDLE) | (cop == OP_GATE), 0, count)
     nbytes = count * lay.chunk_bytes
     durations = np.where(is_reduction, lay.reduce_micros, 0).astype(np.int64)
     attrs = (
@@ -441,6 +505,7 @@ def _table(
         AttrSpec("collc_tag", s.INT32_VAL, tag, is_opnode & (is_comm | (tag != 0))),
         AttrSpec("collc_channel", s.INT32_VAL, channel, is_opnode & (channel != -1)),
         AttrSpec("collc_threadblock", s.INT32_VAL, threadblock, is_opnode & (threadblock != -1)),
+        AttrSpec("collc_after", s.INT32_VAL, after, is_opnode & (after != -1)),
         AttrSpec("collc_route", s.INT64_LIST, list_offsets=route_offsets, list_values=route_values),
     )
     return NodeTable(

@@ -120,6 +120,8 @@ def programs(draw: st.DrawFn, max_ops: int = 12) -> Program:
             cols["tag"].append(draw(st.sampled_from([0, 0, 1, -3, 2**31 - 1])))
             cols["channel"].append(draw(st.sampled_from([-1, -1, 0, 7])))
             cols["threadblock"].append(draw(st.sampled_from([-1, -1, 0, 3, -2])))
+            gated = k == OpKind.SEND and draw(st.booleans())
+            cols["after"].append(draw(st.integers(0, lens[r] - 1)) if gated else -1)
             d = draw(st.lists(st.integers(0, lens[r] - 1), max_size=3))
             deps.extend(d)
             dep_counts.append(len(d))
