@@ -348,16 +348,6 @@ def run_congestion(
     due: list[int] = []  # sends ready at `now`, to request their links after its events
     releasing = False  # handling `due`: its sends request their links at once
 
-    def delivered(e: int) -> None:
-        """Send ``e`` completes at ``now`` (on-arrival): pass that on to its dependants."""
-        finish[e] = now
-        for d in succ[so[e] : so[e + 1]]:
-            if ready[d] < now:
-                ready[d] = now
-            x = remaining[d] - 1
-            remaining[d] = x
-            if x == 0:
-                work.append(d)
 
     # The loop is written out flat (a link occupied in three places, a finish passed on in
     # two): it runs once per task and per hop, and in CPython a call there costs more than
@@ -511,8 +501,16 @@ def run_congestion(
             if waiting[r]:
                 waiting[r] = 0
                 work.append(r)  # issued again, it finishes now
-            if on_arrival:
-                delivered(m)
+            if on_arrival:  # the send completes now: pass that on
+                finish[m] = now
+                for d in range(so[m], so[m + 1]):
+                    d = succ[d]
+                    if ready[d] < now:
+                        ready[d] = now
+                    x = remaining[d] - 1
+                    remaining[d] = x
+                    if x == 0:
+                        work.append(d)
             continue
         if how == 1:
             work.append(hc >> 2)
@@ -538,8 +536,16 @@ def run_congestion(
                     if waiting[r]:
                         waiting[r] = 0
                         work.append(r)
-                    if on_arrival:
-                        delivered(m)
+                    if on_arrival:  # the send completes now: pass that on
+                        finish[m] = now
+                        for d in range(so[m], so[m + 1]):
+                            d = succ[d]
+                            if ready[d] < now:
+                                ready[d] = now
+                            x = remaining[d] - 1
+                            remaining[d] = x
+                            if x == 0:
+                                work.append(d)
                 continue
             h += 1
             pk_hop[pid] = h
