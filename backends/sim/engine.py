@@ -348,7 +348,6 @@ def run_congestion(
     due: list[int] = []  # sends ready at `now`, to request their links after its events
     releasing = False  # handling `due`: its sends request their links at once
 
-
     # The loop is written out flat (a link occupied in three places, a finish passed on in
     # two): it runs once per task and per hop, and in CPython a call there costs more than
     # the work it would wrap.
