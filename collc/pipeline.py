@@ -24,6 +24,7 @@ from backends.sim import (
     simulate_tasks,
     tasks_from_et,
 )
+from backends.sim.gates import gate_ties
 from baselines import ALGORITHMS as BASELINES
 from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
@@ -290,7 +291,8 @@ def _finish(
 
     ``tacos_chunks`` is TACOS's chunks per NPU: its estimate is compared with the bounds for
     its own chunking. Any other program cuts the buffer its own way, so only the bounds that
-    hold for any chunking apply to it.
+    hold for any chunking apply to it; and it gets the ``after`` hints that keep its sends
+    released together in order in ASTRA-sim (`backends.sim.gates`).
     """
     c = program.collective
     t = time.perf_counter()
@@ -298,6 +300,11 @@ def _finish(
     seconds["bounds"] = time.perf_counter() - t
     bound = bounds.best if bounds.items else ("none", 0.0)
     chunk_bytes = chunk_bytes_for(c, size_bytes)
+    if tacos_chunks is None and program.num_ops:
+        # TACOS gates its sends itself; any other program is gated from one simulation.
+        t = time.perf_counter()
+        program = gate_ties(program, topology, chunk_bytes, CostModel(completion=completion))
+        seconds["gates"] = time.perf_counter() - t
     info: dict[str, Any] = {"lower_bound_ns": bound[1], "lower_bound": bound[0], "reduce_micros": 0}
     if estimate is not None:
         info["estimated_ns"] = estimate

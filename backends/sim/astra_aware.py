@@ -28,9 +28,9 @@ FullyConnected and Switch dimensions (or that have failed links) are refused.
 One difference is known: ASTRA-sim's current custom collective keeps its ready nodes in a hash
 set, so nodes released together may be issued out of id order there (the 2024 version and the
 workload layer issue in ascending order). Only sends released at one instant onto the same link
-can notice; TACOS gates them (an ``after`` hint, a 1 ns COMP node in the ET, which this model
-counts), so its programs agree exactly, while a baseline that releases two sends onto one link
-at once may take longer in ASTRA-sim than here.
+can notice; collc gates them (an ``after`` hint, a 1 ns COMP node in the ET, which this model
+counts: TACOS from its replay, other producers by `backends.sim.gates`), so its folders agree
+exactly; another tool's ETs may take longer in ASTRA-sim than here.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ ASTRA-sim's time is the largest ``sys[i] finished, T cycles`` (cycles are ns).
 - The congestion-aware binary agrees with ``collc simulate --model astra-aware`` within 1%,
   exactly where ``exact`` is set. ASTRA-sim's current custom collective issues the nodes that
   are ready at one instant in the order of a hash set, which collc's model does not emulate:
-  sends that start together onto one link may leave in another order there. TACOS gates such
-  sends (an ``after`` hint, written as a 1 ns COMP node), so its programs agree exactly; a
-  baseline that releases two sends onto one link at once may not. The cases marked
+  sends that start together onto one link may leave in another order there. collc gates such
+  sends (an ``after`` hint, written as a 1 ns COMP node: TACOS from its replay, every other
+  producer from one simulation), so the programs agree exactly. The cases marked
   xfail (strict: they fail the run once they agree, so the mark is removed) are ones where
   that order moves the finish by more than 1%.
 """
@@ -75,22 +75,18 @@ CASES = [
     Case("tacos-switch8", "switch:8", "tacos", exact=True),
     Case("tacos-ring8-c4", "ring:8", "tacos", chunks_per_npu=4, exact=True),
     Case("tacos-allgather-ring8", "ring:8", "tacos", CollectiveKind.ALLGATHER, exact=True),
-    Case("direct-switch8", "switch:8", "direct"),
+    Case("direct-switch8", "switch:8", "direct", exact=True),
     Case("ring-ring8", "ring:8", "ring", exact=True),
     Case("ring-bidir-switch8", "switch:8", "ring-bidir", exact=True),
     Case("rhd-switch8", "switch:8", "rhd", exact=True),
-    Case("dbt-ring8", "ring:8", "dbt"),
+    Case("dbt-ring8", "ring:8", "dbt", exact=True),
 ]
 
 ISSUE_ORDER = (
     "ASTRA-sim issues same-instant ready sends in hash-set order, which the astra-aware model "
     "does not emulate"
 )
-AWARE_OFF = frozenset(
-    {
-        "dbt-ring8",  # the model 3.4% below ASTRA-sim (52,633 ns against 54,462)
-    }
-)
+AWARE_OFF: frozenset[str] = frozenset()
 """Cases whose aware time is more than 1% from the model's (ASTRA-sim at 518bd51)."""
 
 
