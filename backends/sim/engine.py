@@ -493,8 +493,28 @@ def run_congestion(
         hc = bucket[bi]
         bi += 1
         how = hc & 3
-        if how == 2:  # a message delivered: its receive finishes if it was waiting
+        if how == 1:
+            work.append(hc >> 2)
+            continue
+        if how == 3:  # a packet reaches the end of a hop
+            pid = hc >> 2
+            m = pk_msg[pid]
+            rt = routes[m]
+            h = pk_hop[pid]
+            if h == len(rt) - 1:
+                left = msg_left[m] - 1
+                msg_left[m] = left
+                if left:
+                    continue
+                how = 2  # the last packet: the message is delivered
+            else:
+                h += 1
+                pk_hop[pid] = h
+                mr = pk_rows[pid]
+                code = hc
+        elif how == 2:
             m = hc >> 2
+        if how == 2:  # a message delivered: its receive finishes if it was waiting
             r = partner[m]
             arrived[r] = now
             if waiting[r]:
@@ -511,45 +531,13 @@ def run_congestion(
                     if x == 0:
                         work.append(d)
             continue
-        if how == 1:
-            work.append(hc >> 2)
-            continue
-        if how == 0:
+        if how == 0:  # a message reaches the end of a hop before its last
             m = hc >> 2
             h = hop_at[m] + 1
             hop_at[m] = h
             rt = routes[m]
             mr = m_rows[m]  # type: ignore[assignment]
             code = hc | 2 if h == len(rt) - 1 else hc
-        else:
-            pid = hc >> 2
-            m = pk_msg[pid]
-            rt = routes[m]
-            h = pk_hop[pid]
-            if h == len(rt) - 1:
-                left = msg_left[m] - 1
-                msg_left[m] = left
-                if not left:
-                    r = partner[m]
-                    arrived[r] = now
-                    if waiting[r]:
-                        waiting[r] = 0
-                        work.append(r)
-                    if on_arrival:  # the send completes now: pass that on
-                        finish[m] = now
-                        for d in range(so[m], so[m + 1]):
-                            d = succ[d]
-                            if ready[d] < now:
-                                ready[d] = now
-                            x = remaining[d] - 1
-                            remaining[d] = x
-                            if x == 0:
-                                work.append(d)
-                continue
-            h += 1
-            pk_hop[pid] = h
-            mr = pk_rows[pid]
-            code = hc
         # The next hop.
         li = rt[h]
         c = mr[0][li]
