@@ -63,9 +63,6 @@ class Plan:
     start: npt.NDArray[np.int64]
     tdep: npt.NDArray[np.int64]
     makespan: int
-    exact: bool = True
-    """False when some send starts at a time no operation of its sender completes (a wake-up
-    after a stall on shared links): the program's time then comes from the replay."""
 
 
 def spread(
@@ -195,7 +192,6 @@ def spread(
     next_report = 0.0
     active = list(range(R))
     t = 0
-    exact = True
     woken = -1
     while True:
         rng.shuffle(active)
@@ -217,7 +213,6 @@ def spread(
             n = len(chans)
             off = turn[link] if n > 1 else 0
             chosen = -1
-            wait = 0  # how long the chosen channel's message queues on its shared links
             late = -1  # the channel whose shared links free soonest, when every one is busy
             late_by = 0
             for j in range(n):
@@ -273,7 +268,7 @@ def spread(
                     continue
                 # Every channel with something to carry meets a busy shared link (a switch
                 # port): send on the one that frees soonest; the message queues there.
-                chosen, wait = late, late_by
+                chosen = late
                 ch, v, dur, interior = chans[chosen]
                 cand = hu if sink >= 0 else hu & ~(has[v] | inc[v])
             if sink < 0 and rivals[ch]:
@@ -316,8 +311,6 @@ def spread(
             pending[u] += 1
             pending[v] += 1
             ta = t + dur + d
-            if wait:
-                exact = False
             if ta > makespan:
                 makespan = ta
             for tt, code in ((ta, 2 * tid), (t + ser0, 2 * tid + 1)):
@@ -345,7 +338,6 @@ def spread(
                         "synthesis stalled: some rank cannot receive every chunk it needs"
                     )
                 t = woken = min(later)
-            exact = False
             active = [u for u in range(R) if (fwd[u] if sink >= 0 else has[u])]
             continue
         t = heapq.heappop(times)
@@ -401,7 +393,6 @@ def spread(
         np.array(t_start, dtype=np.int64),
         np.array(t_tdep, dtype=np.int64),
         makespan,
-        exact,
     )
 
 
