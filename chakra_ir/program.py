@@ -139,6 +139,20 @@ COLUMN_DTYPES: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class GateWaits:
+    """See `Program.gate_waits`. Per gated send: ``named`` (the global index of the send its
+    hint names) and ``count`` (how many dependencies that send has); per wait: ``owner`` (the
+    position of its gated send), ``within`` (its place among that send's waits) and
+    ``target`` (the global index of the op waited for)."""
+
+    named: I64
+    count: I64
+    owner: I64
+    within: I64
+    target: I64
+
+
 @dataclass(eq=False)
 class Program:
     """A collective algorithm: per rank, a list of operations with dependencies.
@@ -303,6 +317,21 @@ class Program:
         from chakra_ir.text import format_op
 
         return f"rank {r} op {local} ({format_op(self.op(r, local))})"
+
+    def gate_waits(self, gated: npt.NDArray[np.integer[Any]]) -> GateWaits:
+        """What the gates of the sends ``gated`` (global op indices, each with an ``after``
+        hint) wait for: the dependencies of the send each hint names. The ET layout and the
+        simulator's task graph both place gates from this."""
+        g = np.asarray(gated, dtype=np.int64)
+        rank = self.op_rank()[g].astype(np.int64)
+        named = self.rank_offsets[rank] + self.after[g].astype(np.int64)
+        count = (self.dep_offsets[named + 1] - self.dep_offsets[named]).astype(np.int64)
+        total = int(count.sum())
+        owner = np.repeat(np.arange(len(g), dtype=np.int64), count)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+        src = self.dep_offsets[named][owner] + within
+        target = self.rank_offsets[rank[owner]] + self.deps[src].astype(np.int64)
+        return GateWaits(named, count, owner, within, target)
 
     def global_index(self, rank: int, local: int) -> int:
         return int(self.rank_offsets[rank]) + local

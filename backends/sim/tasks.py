@@ -340,8 +340,8 @@ def tasks_from_program(
     # task of each named op; a reduction half depends on its receive half.
     op_rank = p.op_rank().astype(np.int64)
     op_ndeps = np.diff(p.dep_offsets)
-    g_after = p.rank_offsets[op_rank[g_ops]] + p.after[g_ops].astype(np.int64)
-    a_ndeps = op_ndeps[g_after]
+    waits = p.gate_waits(g_ops)
+    g_after, a_ndeps = waits.named, waits.count
     a_gated = gate[g_after]
     task_ndeps = np.zeros(n, dtype=np.int64)
     task_ndeps[f] = op_ndeps + gate
@@ -369,15 +369,7 @@ def tasks_from_program(
     # A gated send depends on its gate last; a gate on what the named send depends on, then
     # on that send's own gate.
     deps[dep_offsets[f[g_ops]] + op_ndeps[g_ops]] = g_task
-    total_a = int(a_ndeps.sum())
-    if total_a:
-        g_owner = np.repeat(np.arange(len(g_ops), dtype=np.int64), a_ndeps)
-        a_within = np.arange(total_a, dtype=np.int64) - np.repeat(
-            np.cumsum(a_ndeps) - a_ndeps, a_ndeps
-        )
-        src = p.dep_offsets[g_after][g_owner] + a_within
-        a_target = p.rank_offsets[op_rank[g_ops][g_owner]] + p.deps[src].astype(np.int64)
-        deps[dep_offsets[g_task[g_owner]] + a_within] = last[a_target]
+    deps[dep_offsets[g_task[waits.owner]] + waits.within] = last[waits.target]
     sel = np.flatnonzero(a_gated)
     deps[dep_offsets[g_task[sel]] + a_ndeps[sel]] = f[g_after[sel]] - 1
 

@@ -344,8 +344,8 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
 
     d0, d1 = int(p.dep_offsets[g0]), int(p.dep_offsets[g1])
     op_dep_count = np.diff(p.dep_offsets[g0 : g1 + 1]).astype(np.int64)
-    g_after = p.rank_offsets[op_rank[g_ops]] + p.after[g0:g1][g_ops].astype(np.int64)
-    a_count = (p.dep_offsets[g_after + 1] - p.dep_offsets[g_after]).astype(np.int64)
+    waits = p.gate_waits(g0 + g_ops)
+    g_after, a_count = waits.named, waits.count
     a_gated = lay.gated[g_after]
     dep_count = np.zeros(nn, dtype=np.int64)
     dep_count[op_node] = op_dep_count + gated
@@ -363,15 +363,7 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
         deps[dep_offsets[op_node[owner]] + within] = done_node(target)
     deps[dep_offsets[op_node[g_ops]] + op_dep_count[g_ops]] = ids[gate_node]
     deps[dep_offsets[comp_node]] = ids[comp_node] - 1
-    total_a = int(a_count.sum())
-    if total_a:
-        g_owner = np.repeat(np.arange(len(g_ops), dtype=np.int64), a_count)
-        a_within = np.arange(total_a, dtype=np.int64) - np.repeat(
-            np.cumsum(a_count) - a_count, a_count
-        )
-        src = p.dep_offsets[g_after][g_owner] + a_within
-        a_target = p.rank_offsets[op_rank[g_ops][g_owner]] + p.deps[src].astype(np.int64)
-        deps[dep_offsets[gate_node[g_owner]] + a_within] = done_node(a_target)
+    deps[dep_offsets[gate_node[waits.owner]] + waits.within] = done_node(waits.target)
     sel = np.flatnonzero(a_gated)
     deps[dep_offsets[gate_node[sel]] + a_count[sel]] = lay.node_id[g_after[sel]] - 1
 
