@@ -41,19 +41,18 @@ _HOP, _ENQ = 0, 1  # at one instant, hops and deliveries before sends joining th
 
 @dataclass(frozen=True)
 class Replay:
-    """``finish_ps``: when the last receive completes; per transfer the actual ``start`` and
-    ``done`` (receive completion) in ps; ``events``: the completion time of every event
-    (``2g`` the receive of transfer g, ``2g+1`` its send)."""
+    """``finish_ps``: when the last receive completes; per transfer the actual ``start`` in
+    ps; ``events``: the completion time of every event (``2g`` the receive of transfer g,
+    ``2g+1`` its send)."""
 
     finish_ps: int
     start: I64
-    done: I64
     events: I64
 
 
 def _empty() -> Replay:
     z = np.zeros(0, np.int64)
-    return Replay(0, z, z, z)
+    return Replay(0, z, z)
 
 
 def _link_successors(link0: I64, start: I64) -> tuple[I64, I64]:
@@ -181,8 +180,7 @@ def replay(
             if need_r[g] == 0:
                 complete(2 * g, ready_r[g] + (red if reduce[g] else 0))
     ev = np.array(events, dtype=np.int64)
-    done_r = ev[0::2]
-    return Replay(int(done_r.max()), np.array(start, dtype=np.int64), done_r.copy(), ev)
+    return Replay(int(ev[0::2].max()), np.array(start, dtype=np.int64), ev)
 
 
 def replay_single_hop(
@@ -245,5 +243,4 @@ def replay_single_hop(
                 if np.array_equal(val, done[2 * g]):
                     break
                 done[2 * g] = val
-    done_r = done[0::2]
-    return Replay(int(done_r.max()), start, done_r.copy(), done)
+    return Replay(int(done[0::2].max()), start, done)
