@@ -173,6 +173,13 @@ class Collective:
     ``placement[r]`` is the NPU rank ``r`` runs on; empty means identity. A ``CUSTOM``
     collective carries its pre- and postcondition explicitly in ``custom_input`` and
     ``custom_output`` (per rank, per slot, `Contents` or None).
+
+    ``groups`` splits the ranks into process groups that each run the collective among
+    themselves, at once: ``groups[g]`` lists the ranks of group ``g`` in group order (group-local
+    rank ``i`` is ``groups[g][i]``). Empty means one group of every rank. Groups are disjoint,
+    cover every rank, have equal sizes (one buffer shape for every rank) and at least two of
+    them; rooted and custom kinds take none. Buffer sizes, aliases and the pre- and
+    postcondition are those of the kind over the rank's group.
     """
 
     kind: CollectiveKind
@@ -184,6 +191,7 @@ class Collective:
     name: str = ""
     custom_input: tuple[tuple[Contents | None, ...], ...] = field(default=(), compare=True)
     custom_output: tuple[tuple[Contents | None, ...], ...] = field(default=(), compare=True)
+    groups: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.num_ranks < 1:
@@ -212,11 +220,85 @@ class Collective:
                 raise CollcError("a custom collective lists its buffers for every rank")
             if self.inplace:
                 raise CollcError("custom collectives cannot run in place")
+        if self.groups:
+            self._check_groups()
+
+    def _check_groups(self) -> None:
+        if self.kind.rooted or self.kind is CollectiveKind.CUSTOM:
+            raise CollcError(f"a {self.kind.value} cannot be split into process groups")
+        if len(self.groups) < 2:
+            raise CollcError("process groups: give at least two groups (one group is no groups)")
+        size = len(self.groups[0])
+        seen: dict[int, int] = {}
+        for g, members in enumerate(self.groups):
+            if len(members) != size:
+                raise CollcError(
+                    f"process groups must have equal sizes: group 0 has {size} ranks, "
+                    f"group {g} has {len(members)}"
+                )
+            for r in members:
+                if not 0 <= r < self.num_ranks:
+                    raise CollcError(
+                        f"group {g} names rank {r}, outside the ranks 0..{self.num_ranks - 1}"
+                    )
+                if r in seen:
+                    raise CollcError(f"rank {r} is in groups {seen[r]} and {g}: groups overlap")
+                seen[r] = g
+        if len(seen) != self.num_ranks:
+            missing = min(set(range(self.num_ranks)) - set(seen))
+            raise CollcError(f"rank {missing} is in no group: groups must cover every rank")
+
+    # -- groups --------------------------------------------------------------------------------
+    @property
+    def group_size(self) -> int:
+        """Ranks per group (every rank when there are no groups)."""
+        return len(self.groups[0]) if self.groups else self.num_ranks
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups) if self.groups else 1
+
+    def group_members(self, rank: int) -> tuple[int, ...]:
+        """The ranks of ``rank``'s group, in group order."""
+        if not self.groups:
+            return tuple(range(self.num_ranks))
+        return self.groups[self._group_index()[rank][0]]
+
+    def group_position(self, rank: int) -> int:
+        """``rank``'s group-local rank."""
+        return self._group_index()[rank][1] if self.groups else rank
+
+    def group_of(self, rank: int) -> int:
+        """The index of ``rank``'s group (0 without groups)."""
+        return self._group_index()[rank][0] if self.groups else 0
+
+    def _group_index(self) -> dict[int, tuple[int, int]]:
+        cached: dict[int, tuple[int, int]] | None = self.__dict__.get("_gidx")
+        if cached is None:
+            cached = {
+                r: (g, i) for g, members in enumerate(self.groups) for i, r in enumerate(members)
+            }
+            object.__setattr__(self, "_gidx", cached)
+        return cached
+
+    def group_collective(self, group: int) -> Collective:
+        """The collective group ``group`` runs, as a collective of its own: its ranks are the
+        group-local ranks, placed on the NPUs of the group's ranks."""
+        members = self.groups[group] if self.groups else tuple(range(self.num_ranks))
+        return Collective(
+            self.kind,
+            len(members),
+            self.chunks_per_rank,
+            self.inplace,
+            self.root,
+            tuple(self.npu(r) for r in members),
+            self.name,
+        )
 
     # -- sizes ---------------------------------------------------------------------------------
     def input_chunks(self, rank: int = 0) -> int:
         """Slots of the input buffer of ``rank``."""
-        n, cf, k = self.num_ranks, self.chunks_per_rank, self.kind
+        n, cf, k = self.group_size, self.chunks_per_rank, self.kind
         if k is CollectiveKind.CUSTOM:
             return len(self.custom_input[rank])
         if k in (CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALLTOALL, CollectiveKind.SCATTER):
@@ -225,7 +307,7 @@ class Collective:
 
     def output_chunks(self, rank: int = 0) -> int:
         """Slots of the output buffer of ``rank`` (aliased into the input when in place)."""
-        n, cf, k = self.num_ranks, self.chunks_per_rank, self.kind
+        n, cf, k = self.group_size, self.chunks_per_rank, self.kind
         if k is CollectiveKind.CUSTOM:
             return len(self.custom_output[rank])
         if k in (CollectiveKind.ALLGATHER, CollectiveKind.ALLTOALL, CollectiveKind.GATHER):
@@ -253,6 +335,7 @@ class Collective:
         if not self.inplace or buffer is Buffer.SCRATCH:
             return buffer, index
         k, cf = self.kind, self.chunks_per_rank
+        rank = self.group_position(rank)
         if k in (CollectiveKind.ALLGATHER, CollectiveKind.GATHER):
             if buffer is Buffer.INPUT:
                 return Buffer.OUTPUT, rank * cf + index
@@ -282,14 +365,20 @@ class Collective:
         out: list[Contents | None]
         if k is CollectiveKind.CUSTOM:
             return list(self.custom_output[rank])
+        members: Sequence[int] = range(n)
+        pos = rank
+        if self.groups:
+            members = self.group_members(rank)
+            pos = self.group_position(rank)
+            everyone = sum(1 << r for r in members)
         if k is CollectiveKind.ALLGATHER:
-            out = [chunk(i, c) for i in range(n) for c in range(cf)]
+            out = [chunk(i, c) for i in members for c in range(cf)]
         elif k is CollectiveKind.ALLREDUCE:
             out = [((c, everyone),) for c in range(cf)]
         elif k is CollectiveKind.REDUCE_SCATTER:
-            out = [((rank * cf + c, everyone),) for c in range(cf)]
+            out = [((pos * cf + c, everyone),) for c in range(cf)]
         elif k is CollectiveKind.ALLTOALL:
-            out = [chunk(i, rank * cf + c) for i in range(n) for c in range(cf)]
+            out = [chunk(i, pos * cf + c) for i in members for c in range(cf)]
         elif k is CollectiveKind.BROADCAST:
             out = [chunk(root, c) for c in range(cf)]
         elif k is CollectiveKind.REDUCE:
@@ -305,6 +394,8 @@ class Collective:
         text = (
             f"{self.kind.value} over {self.num_ranks} ranks, {self.chunks_per_rank} chunks per rank"
         )
+        if self.groups:
+            text += f", in {len(self.groups)} groups of {self.group_size}"
         if self.inplace:
             text += ", in place"
         if self.kind.rooted:
@@ -356,6 +447,8 @@ def collective_to_dict(c: Collective) -> dict[str, object]:
     }
     if c.name:
         d["name"] = c.name
+    if c.groups:
+        d["groups"] = [list(g) for g in c.groups]
     if c.kind is CollectiveKind.CUSTOM:
         d["custom_input"] = [[_contents_to_json(x) for x in rank] for rank in c.custom_input]
         d["custom_output"] = [[_contents_to_json(x) for x in rank] for rank in c.custom_output]
@@ -369,7 +462,9 @@ def collective_from_dict(d: dict[str, object]) -> Collective:
         placement = d.get("placement") or []
         custom_in = d.get("custom_input") or []
         custom_out = d.get("custom_output") or []
-        assert isinstance(placement, list)
+        groups = d.get("groups") or []
+        assert isinstance(placement, list) and isinstance(groups, list)
+        assert all(isinstance(g, list) for g in groups)
         assert isinstance(custom_in, list) and isinstance(custom_out, list)
         return Collective(
             kind,
@@ -381,6 +476,7 @@ def collective_from_dict(d: dict[str, object]) -> Collective:
             str(d.get("name", "")),
             tuple(tuple(_contents_from_json(x) for x in rank) for rank in custom_in),
             tuple(tuple(_contents_from_json(x) for x in rank) for rank in custom_out),
+            tuple(tuple(int(x) for x in g) for g in groups),
         )
     except (KeyError, ValueError, TypeError, AssertionError) as e:
         raise CollcError(f"malformed collective description: {e}") from None

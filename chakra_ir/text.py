@@ -10,7 +10,8 @@ Golden tests compare it, ``collc inspect`` prints it, and `parse_program` reads 
       1 recv from=3 dst=input[3] reduce tag=0 deps=0
       2 copy src=input[1:3] dst=output[1:3] deps=1 ch=0 tb=2 route=0>16>1
 
-Slices are ``buffer[index]`` for one slot and ``buffer[start:end]`` for several. Custom
+A collective split into process groups adds ``groups=0,1;2,3`` (ranks of each group, groups
+separated by ``;``) to its line. Slices are ``buffer[index]`` for one slot and ``buffer[start:end]`` for several. Custom
 collectives add ``pre``/``post`` lines per rank listing each slot's contents as
 ``index:rankmask`` pairs joined by ``+`` (``-`` for an empty or unchecked slot).
 """
@@ -69,6 +70,8 @@ def format_collective(c: Collective) -> str:
         f"collective {c.kind.value} ranks={c.num_ranks} chunks={c.chunks_per_rank} "
         f"inplace={int(c.inplace)} root={c.root} placement={placement}"
     )
+    if c.groups:
+        head += " groups=" + ";".join(",".join(str(r) for r in g) for g in c.groups)
     if c.name:
         head += f" name={c.name}"
     return head
@@ -171,6 +174,11 @@ def parse_program(text: str, file: str = "<text>") -> Program:
             if head["placement"] == "identity"
             else tuple(int(x) for x in head["placement"].split(","))
         )
+        groups = (
+            tuple(tuple(int(x) for x in g.split(",")) for g in head["groups"].split(";"))
+            if "groups" in head
+            else ()
+        )
         if kind is CollectiveKind.CUSTOM:
             coll = Collective(
                 kind,
@@ -190,6 +198,7 @@ def parse_program(text: str, file: str = "<text>") -> Program:
                 int(head["root"]),
                 placement,
                 head.get("name", ""),
+                groups=groups,
             )
     except (KeyError, ValueError) as e:
         raise TextFormError(f"cannot read the collective line: {e}", SourcePos(file)) from None
