@@ -11,7 +11,8 @@ store-and-forward, as the cost model says.
   links, so a simulator crossing that hop takes that link, and the schedule must too.
 - Through switches and relays, every rank reachable by a path whose interior avoids ranks gets
   one channel: the breadth-first shortest such path (ties: lowest node id first), with the
-  fastest of parallel links on each hop.
+  fastest of parallel links on each hop. NPUs outside the placement relay only when the ranks
+  are not connected without them (`build_channels`).
 
 Times are integer picoseconds (`to_ps`), so equal times compare equal during synthesis.
 """
@@ -127,9 +128,28 @@ def check_placement(collective: Collective, topology: Topology) -> list[int]:
 def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
     """Every channel between the ranks placed on ``npus`` (see the module docstring).
 
+    NPUs outside the placement relay only when the ranks need them: when the channels through
+    switches alone connect every rank to every other, no channel crosses another NPU (on a
+    torus, a group along one ring keeps to its ring instead of a channel to every member over
+    other NPUs, which would take the links of the NPUs it crosses).
+
     Raises TacosError naming an unreachable pair when the channels do not connect every rank to
     every other.
     """
+    direct = _channels(net, npus, relays=False)
+    if len(npus) > 1 and _connected(len(npus), direct):
+        return direct
+    if any(x < net.num_npus for x in range(net.num_nodes) if x not in set(npus)):
+        channels = _channels(net, npus, relays=True)
+    else:
+        channels = direct
+    _check_connected(len(npus), channels, npus, net)
+    return channels
+
+
+def _channels(net: Net, npus: Sequence[int], *, relays: bool) -> list[Channel]:
+    """One-hop channels, and the breadth-first channels through switches (and, with
+    ``relays``, through NPUs that hold no rank)."""
     rank_of = [-1] * net.num_nodes
     for r, x in enumerate(npus):
         rank_of[x] = r
@@ -139,7 +159,8 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
     for lst in out:
         lst.sort(key=lambda lk: (lk.dst, -lk.bandwidth_bytes_per_ns, lk.latency_ns, lk.index))
     channels: list[Channel] = []
-    interior_exists = any(rank_of[x] < 0 for x in range(net.num_nodes))
+    first_inner = 0 if relays else net.num_npus
+    interior_exists = any(rank_of[x] < 0 for x in range(first_inner, net.num_nodes))
     for u, x in enumerate(npus):
         # One-hop channels: to every neighbouring rank, over the best of parallel links.
         seen_dst: set[int] = set()
@@ -160,6 +181,8 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
                 z = lk.dst
                 if z in seen:
                     continue
+                if rank_of[z] < 0 and z < first_inner:
+                    continue
                 seen.add(z)
                 parent[z] = lk
                 if rank_of[z] >= 0:
@@ -176,8 +199,29 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
                         channels.append(Channel(u, rank_of[z], nodes, links))
                 else:
                     queue.append(z)
-    _check_connected(len(npus), channels, npus, net)
     return channels
+
+
+def _connected(n: int, channels: list[Channel]) -> bool:
+    """Whether ``channels`` connect every rank to every other (strongly)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for ch in channels:
+        succ[ch.src].append(ch.dst)
+        pred[ch.dst].append(ch.src)
+    for adj in (succ, pred):
+        seen = [False] * n
+        seen[0] = True
+        stack = [0]
+        while stack:
+            a = stack.pop()
+            for b in adj[a]:
+                if not seen[b]:
+                    seen[b] = True
+                    stack.append(b)
+        if not all(seen):
+            return False
+    return True
 
 
 def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: Net) -> None:

@@ -77,11 +77,15 @@ def spread(
     on_arrival: bool = False,
     ready: Sequence[int] = (),
     busy_until: dict[int, int] | None = None,
+    want: Sequence[int] | None = None,
 ) -> Plan:
     """Synthesize the movement of chunks ``k`` (at rank ``chunk_src[k]`` from time ``ready[k]``,
     0 when not given) to every rank (``sink < 0``) or to rank ``sink``; links listed in
     ``busy_until`` are taken until then (ps) by earlier work. ``on_arrival``: sends complete
-    when their message has arrived (for ``tdep``). See the module docstring."""
+    when their message has arrived (for ``tdep``). ``want[v]`` (spread only), when given, is the
+    bitset of the chunks rank ``v`` needs (process groups: its group's chunks); a chunk is
+    offered only to ranks that want it, so the channels must let every rank that wants a chunk
+    reach it through ranks that want it too. See the module docstring."""
     R = num_ranks
     K = len(chunk_src)
     rng = random.Random(seed)
@@ -177,8 +181,16 @@ def spread(
         total = sum(1 for s in chunk_src if s != sink)
     else:
         total = K * (R - 1)
-    rarity = _Rarity(K, R, chunk_src) if sink < 0 else None
     full = (1 << K) - 1
+    masked = want is not None and sink < 0
+    wanted = list(want) if want is not None and sink < 0 else [full] * R
+    w_lo = [(w & -w).bit_length() - 1 if w else 0 for w in wanted]
+    w_span = [max(1, w.bit_length() - lo) for w, lo in zip(wanted, w_lo, strict=True)]
+    if masked:
+        total = sum(w.bit_count() for w in wanted) - sum(
+            1 for k, s in enumerate(chunk_src) if wanted[s] >> k & 1
+        )
+    rarity = _Rarity(K, R, chunk_src) if sink < 0 else None
 
     t_chunk: list[int] = []
     t_chan: list[int] = []
@@ -223,6 +235,8 @@ def spread(
                     cand = hu
                 else:
                     cand = hu & ~(has[v] | inc[v])
+                    if masked:
+                        cand &= wanted[v]
                 if not cand:
                     continue
                 d = 0
@@ -248,7 +262,7 @@ def spread(
                         busy,
                         t,
                         inc,
-                        full,
+                        wanted[v],
                     )
                     if not pick and pending[u]:
                         continue
@@ -271,6 +285,8 @@ def spread(
                 chosen = late
                 ch, v, dur, interior = chans[chosen]
                 cand = hu if sink >= 0 else hu & ~(has[v] | inc[v])
+                if masked and sink < 0:
+                    cand &= wanted[v]
             if sink < 0 and rivals[ch]:
                 m = 0
                 for w in rivals[ch]:
@@ -280,7 +296,12 @@ def spread(
                     cand = rest
             if rarity is not None:
                 cand = rarity.rarest(cand)
-            r = int(rand() * K)
+            if masked:
+                # Draw over the ids the receiver wants (a group's band of the ids), which a
+                # draw over all ids would mostly miss: as a lone group would draw.
+                r = w_lo[v] + int(rand() * w_span[v])
+            else:
+                r = int(rand() * K)
             x = cand >> r
             k = r + (x & -x).bit_length() - 1 if x else (cand & -cand).bit_length() - 1
             bit = 1 << k
