@@ -11,7 +11,9 @@ replaced only once the new one is complete.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from chakra_ir.collective import Collective, collective_from_dict, collective_to
 from chakra_ir.program import Program
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
+from topologies.topology import Topology
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -78,11 +81,19 @@ class Manifest:
 
     @classmethod
     def from_json(cls, d: dict[str, Any], file: str) -> Manifest:
+        """The manifest described by the JSON object ``d`` read from ``file``.
+
+        Every field is checked for its type and range (integers must be JSON integers, sizes
+        positive, ``size_bytes`` = chunks x ``chunk_bytes``, ``extra`` values finite numbers
+        where collc reads numbers); OutputError naming ``file`` and the field otherwise.
+        """
+        where = SourcePos(file)
         try:
-            if int(d["format"]) > FORMAT_VERSION:
+            fmt = _int_field(d, "format")
+            if fmt > FORMAT_VERSION:
                 raise OutputError(
-                    f"manifest format {d['format']} is newer than this collc reads ({FORMAT_VERSION})",
-                    SourcePos(file),
+                    f"manifest format {fmt} is newer than this collc reads ({FORMAT_VERSION})",
+                    where,
                 )
             seed = d.get("seed")
             completion = d.get("completion", LEGACY_COMPLETION.value)
@@ -90,26 +101,105 @@ class Manifest:
                 raise OutputError(
                     f"unknown send completion {completion!r} (expected one of "
                     f"{', '.join(COMPLETIONS)})",
-                    SourcePos(file),
+                    where,
                 )
-            return cls(
-                collective=collective_from_dict(d["collective"]),
-                topology=str(d["topology"]),
-                size_bytes=int(d["size_bytes"]),
-                chunk_bytes=int(d["chunk_bytes"]),
-                et_prefix=str(d["et_prefix"]),
+            raw_collective = d["collective"]
+            if not isinstance(raw_collective, dict):
+                raise OutputError("field 'collective' must be an object", where)
+            collective = collective_from_dict(raw_collective)
+            extra = d.get("extra") or {}
+            if not isinstance(extra, dict):
+                raise OutputError("field 'extra' must be an object", where)
+            _check_extra(extra, where)
+            manifest = cls(
+                collective=collective,
+                topology=_str_field(d, "topology"),
+                size_bytes=_int_field(d, "size_bytes", minimum=1),
+                chunk_bytes=_int_field(d, "chunk_bytes", minimum=1),
+                et_prefix=_str_field(d, "et_prefix"),
                 algorithm=str(d.get("algorithm", "")),
-                seed=None if seed is None else int(seed),
+                seed=None if seed is None else _int_field(d, "seed", minimum=None),
                 collc_version=str(d.get("collc_version", "")),
-                extra=dict(d.get("extra") or {}),
+                extra=dict(extra),
                 completion=completion,
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise OutputError(
-                f"malformed manifest: missing or bad field {e}", SourcePos(file)
-            ) from None
+        except KeyError as e:
+            raise OutputError(f"malformed manifest: missing field {e}", where) from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise OutputError(f"malformed manifest: {e}", where) from None
+        except OutputError:
+            raise
         except CollcError as e:
-            raise OutputError(e.message, SourcePos(file)) from None
+            raise OutputError(e.message, where) from None
+        if "\x00" in manifest.topology:
+            raise OutputError("field 'topology' holds a NUL character", where)
+        if not _PREFIX.fullmatch(manifest.et_prefix):
+            raise OutputError(
+                f"field 'et_prefix' {manifest.et_prefix!r} is not a plain file-name stem", where
+            )
+        want = manifest.chunk_bytes * collective.size_chunks
+        if manifest.size_bytes != want:
+            raise OutputError(
+                f"size_bytes {manifest.size_bytes} is not chunk_bytes {manifest.chunk_bytes} x "
+                f"{collective.size_chunks} chunks ({want})",
+                where,
+            )
+        return manifest
+
+
+_PREFIX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+EXTRA_NUMBERS = ("lower_bound_ns", "estimated_ns")
+"""``extra`` fields collc reads as finite non-negative numbers."""
+
+
+def _int_field(d: dict[str, Any], key: str, minimum: int | None = 0) -> int:
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise OutputError(f"field {key!r} must be an integer, not {_show(v)}")
+    if minimum is not None and v < minimum:
+        raise OutputError(f"field {key!r} must be at least {minimum}, not {v}")
+    if abs(v) >= 1 << 63:
+        raise OutputError(f"field {key!r} is outside int64: {_show(v)}")
+    return v
+
+
+def _str_field(d: dict[str, Any], key: str) -> str:
+    v = d[key]
+    if not isinstance(v, str):
+        raise OutputError(f"field {key!r} must be a string, not {_show(v)}")
+    return v
+
+
+def _show(v: object) -> str:
+    text = json.dumps(v) if not isinstance(v, float) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_extra(extra: dict[str, Any], where: SourcePos) -> None:
+    """The ``extra`` values collc reads must have the types it reads them as."""
+    for key in EXTRA_NUMBERS:
+        v = extra.get(key)
+        if v is None:
+            continue
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not math.isfinite(v)
+            or v < 0
+            or v > 1e30
+        ):
+            raise OutputError(
+                f"field 'extra.{key}' must be a finite non-negative number, not {_show(v)}", where
+            )
+    rm = extra.get("reduce_micros")
+    if rm is not None and (isinstance(rm, bool) or not isinstance(rm, int) or not 0 <= rm < 2**53):
+        raise OutputError(
+            f"field 'extra.reduce_micros' must be a non-negative integer, not {_show(rm)}", where
+        )
+    lb = extra.get("lower_bound")
+    if lb is not None and not isinstance(lb, str):
+        raise OutputError(f"field 'extra.lower_bound' must be a string, not {_show(lb)}", where)
 
 
 def chunk_bytes_for(collective: Collective, size_bytes: int) -> int:
@@ -180,7 +270,8 @@ def write_output(
 
 
 def read_manifest(out: Path | str) -> Manifest:
-    """The manifest of an output folder; OutputError when missing or malformed."""
+    """The manifest of an output folder; OutputError (naming the file and, for malformed JSON
+    or bytes that are not UTF-8, the position) when missing or malformed."""
     out = Path(out)
     if not out.exists():
         raise OutputError(f"{out}: no such folder")
@@ -189,29 +280,112 @@ def read_manifest(out: Path | str) -> Manifest:
     path = out / MANIFEST
     if not path.exists():
         raise OutputError(f"{out} has no {MANIFEST}: not a collc output folder")
+    with open(path, "rb") as f:
+        raw = f.read(MAX_MANIFEST_BYTES + 1)
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise OutputError(
+            f"the manifest is larger than {MAX_MANIFEST_BYTES} bytes", SourcePos(str(path))
+        )
     try:
-        with open(path) as f:
-            data = json.load(f)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise OutputError(
+            f"not UTF-8: byte 0x{raw[e.start]:02x} cannot start or continue a character",
+            SourcePos(str(path), line, col, e.start),
+        ) from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         raise OutputError(
             f"malformed JSON: {e.msg}", SourcePos(str(path), e.lineno, e.colno)
         ) from None
+    except (ValueError, RecursionError) as e:
+        raise OutputError(f"malformed JSON: {e}", SourcePos(str(path))) from None
     if not isinstance(data, dict):
         raise OutputError("the manifest must be a JSON object", SourcePos(str(path)))
     return Manifest.from_json(data, str(path))
 
 
+MAX_MANIFEST_BYTES = 64 << 20
+"""A manifest larger than this is refused before it is parsed."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_output(out: Path | str) -> tuple[Manifest, Program]:
-    """The manifest and the Program decoded from an output folder's ET files (not verified)."""
-    from chakra_ir.et import decode_program
+    """The manifest and the Program decoded from an output folder's ET files (not verified).
+
+    Checked before anything is decoded: the manifest names no more ranks than the folder holds
+    ``<prefix>.<rank>.et`` files (so a manifest cannot make collc allocate for ranks that are
+    not there). Checked while decoding: each file holds the rank of its name, and every file's
+    chunk size (and so every message's size) is the manifest's ``chunk_bytes``.
+    """
+    from chakra_ir.et import decode_rank_files
 
     out = Path(out)
     manifest = read_manifest(out)
-    files = [out / f"{manifest.et_prefix}.{r}.et" for r in range(manifest.collective.num_ranks)]
+    where = SourcePos(str(out / MANIFEST))
+    num_ranks = manifest.collective.num_ranks
+    prefix = manifest.et_prefix + "."
+    on_disk = 0
+    with os.scandir(out) as it:
+        for entry in it:
+            if entry.name.startswith(prefix) and entry.name.endswith(".et"):
+                on_disk += 1
+    if num_ranks > on_disk:
+        raise OutputError(
+            f"the manifest names {num_ranks} ranks but the folder holds {on_disk} "
+            f"{manifest.et_prefix}.<rank>.et files",
+            where,
+        )
+    files = [out / f"{manifest.et_prefix}.{r}.et" for r in range(num_ranks)]
     for f in files:
         if not f.exists():
             raise OutputError(f"{f}: missing ET file (the manifest names {len(files)} ranks)")
-    program = decode_program(files)
+    decoded = decode_rank_files(files)
+    program = decoded.program
     if program.collective != manifest.collective:
         raise OutputError(f"{out}: the ET files describe a different collective than {MANIFEST}")
+    if decoded.chunk_bytes != manifest.chunk_bytes:
+        raise OutputError(
+            f"chunk_bytes {manifest.chunk_bytes} differs from the ET files' own chunk size "
+            f"{decoded.chunk_bytes} (collc_chunk_bytes, the message sizes)",
+            where,
+        )
+    rm = manifest.extra.get("reduce_micros")
+    if rm is not None and rm != decoded.reduce_micros:
+        raise OutputError(
+            f"extra.reduce_micros {rm} differs from the ET files' collc_reduce_micros "
+            f"{decoded.reduce_micros}",
+            where,
+        )
     return manifest, program
+
+
+def manifest_topology(manifest: Manifest, folder: Path | str) -> Topology:
+    """The topology the manifest of ``folder`` names, checked against its program.
+
+    OutputError naming the manifest when the spec does not parse (an unknown kind such as
+    ``mesk:8``; the spec's own error and column are quoted) or when the placement puts a rank
+    on an NPU the topology does not have (``ring:4`` for 8 ranks).
+    """
+    from topologies import parse_topology
+
+    where = SourcePos(str(Path(folder) / MANIFEST))
+    try:
+        topology = parse_topology(manifest.topology)
+    except CollcError as e:
+        raise OutputError(f"field 'topology': {e}", where) from None
+    c = manifest.collective
+    worst = max((c.npu(r) for r in range(c.num_ranks)), default=0)
+    if c.num_ranks > topology.num_npus or worst >= topology.num_npus:
+        raise OutputError(
+            f"field 'topology' {manifest.topology!r} has {topology.num_npus} NPUs, too few for "
+            f"the {c.num_ranks} ranks placed up to NPU {worst}",
+            where,
+        )
+    return topology

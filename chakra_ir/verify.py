@@ -61,7 +61,19 @@ class _Checker:
 
     def where(self, g: int) -> tuple[str, int, int]:
         r = int(self.rank_of[g])
-        return self.p.describe_op(g), r, g - int(self.p.rank_offsets[r])
+        local = g - int(self.p.rank_offsets[r])
+        try:
+            desc = self.p.describe_op(g)
+        except (ValueError, IndexError, KeyError):
+            # The operation is too broken to print as text (a buffer or kind code that does
+            # not exist: the very thing being reported); name it by its raw columns instead.
+            p = self.p
+            desc = (
+                f"rank {r} op {local} (kind={int(p.kind[g])} peer={int(p.peer[g])} "
+                f"src={int(p.src_buf[g])}[{int(p.src_index[g])}] "
+                f"dst={int(p.dst_buf[g])}[{int(p.dst_index[g])}] count={int(p.count[g])})"
+            )
+        return desc, r, local
 
     def fail(self, check: str, g: int, message: str) -> VerifyError:
         if g < 0:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chakra_ir.et import AttrValue, EtNode, read_et_file
 from chakra_ir.outdir import Manifest
 from chakra_ir.program import Copy, Program, Recv, Send, Slice
@@ -40,7 +42,26 @@ def program_json(manifest: Manifest, program: Program) -> dict[str, Any]:
         i_, o_, s_ = (int(x) for x in program.buffer_sizes[r])
         buffers = {"input": i_, "output": o_, "scratch": s_}
         ranks.append({"rank": r, "npu": program.collective.npu(r), "buffers": buffers, "ops": ops})
-    return {"manifest": manifest.to_json(), "program": program.name, "ranks": ranks}
+    out: dict[str, Any] = plain(
+        {"manifest": manifest.to_json(), "program": program.name, "ranks": ranks}
+    )
+    return out
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy scalars and tuples turned into the Python types `json` writes
+    (the Program's columns are numpy arrays, so its hints and deps arrive as numpy ints)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 def _jsonable(v: AttrValue) -> Any:
@@ -66,12 +87,15 @@ def _node_json(n: EtNode) -> dict[str, Any]:
 def et_file_json(path: Path) -> dict[str, Any]:
     """One ET file (any tool's) at the node level, as one JSON document."""
     t = read_et_file(path)
-    return {
-        "file": str(path),
-        "version": t.version,
-        "metadata": {k: _jsonable(v) for k, v in t.metadata.items()},
-        "nodes": [_node_json(n) for n in t.nodes()],
-    }
+    out: dict[str, Any] = plain(
+        {
+            "file": str(path),
+            "version": t.version,
+            "metadata": {k: _jsonable(v) for k, v in t.metadata.items()},
+            "nodes": [_node_json(n) for n in t.nodes()],
+        }
+    )
+    return out
 
 
 def et_file_text(path: Path) -> str:

@@ -59,8 +59,31 @@ class CollcError(Exception):
         """The source line with a caret under the column, or '' when there is none."""
         if self.pos is None or not self.pos.text:
             return ""
-        col = max(self.pos.column, 1)
-        return f"    {self.pos.text}\n    {' ' * (col - 1)}^"
+        text, col = _window(self.pos.text, max(self.pos.column, 1))
+        return f"    {text}\n    {' ' * (col - 1)}^"
+
+
+CARET_WIDTH = 100
+"""At most this many characters of a source line are shown above a caret."""
+
+
+def _window(text: str, col: int) -> tuple[str, int]:
+    """A printable piece of ``text`` around 1-based column ``col``, and the column in it.
+
+    Long lines are cut to `CARET_WIDTH` characters around the column (marked ``...``);
+    control characters (a NUL byte, a tab) are shown as ``?`` so the caret stays aligned.
+    """
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    if len(text) <= CARET_WIDTH:
+        return text, col
+    start = max(0, min(col - 1 - CARET_WIDTH // 2, len(text) - CARET_WIDTH))
+    piece = text[start : start + CARET_WIDTH]
+    col -= start
+    if start > 0:
+        piece, col = "..." + piece, col + 3
+    if start + CARET_WIDTH < len(text):
+        piece += "..."
+    return piece, col
 
 
 class SpecError(CollcError):

@@ -115,6 +115,12 @@ class SpecReader:
 
     def syntax(self) -> SpecSyntax:
         """Split the spec into kind, shape and options."""
+        for i, ch in enumerate(self.text):
+            if not ch.isprintable():
+                raise self.error(
+                    f"the spec holds the control character {ch!r} (specs are printable text)",
+                    i + 1,
+                )
         whole = strip(Token(self.text, 1))
         if not whole.text:
             raise self.error("empty topology spec (expected KIND:SHAPE, e.g. ring:8)", 1)

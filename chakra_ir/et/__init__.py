@@ -2,7 +2,8 @@
 
 - `encode_program` / `write_et_files`: a Program as per-rank ET files ``<prefix>.<rank>.et``
   (layout: `chakra_ir.et.layout`).
-- `decode_program` / `program_from_traces`: collc's ETs back to the Program.
+- `decode_program` / `program_from_traces`: collc's ETs back to the Program;
+  `decode_rank_files`: an output folder's files, each checked to hold its own rank.
 - `read_et_file` / `read_et_folder` / `parse_et`: any ET (collc's or another tool's) as
   `EtTrace` columns and `EtNode` objects.
 - `et_def_pb2`: generated bindings of ``et_def.proto`` (upstream's schema under the package
@@ -10,7 +11,9 @@
 """
 
 from chakra_ir.et.codec import (
+    DecodedSet,
     decode_program,
+    decode_rank_files,
     encode_program,
     iter_rank_files,
     program_from_traces,
@@ -31,6 +34,7 @@ from chakra_ir.et.trace import AttrColumn, AttrValue, EtNode, EtTrace
 __all__ = [
     "AttrColumn",
     "AttrValue",
+    "DecodedSet",
     "EtDecodeError",
     "EtEncodeError",
     "EtNode",
@@ -38,6 +42,7 @@ __all__ = [
     "NodeType",
     "comm_tags",
     "decode_program",
+    "decode_rank_files",
     "encode_program",
     "et_rank_files",
     "iter_rank_files",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,27 @@ def decode_program(sources: Sequence[bytes | str | os.PathLike[str]]) -> Program
     return program_from_traces(iter_et_sources(sources))
 
 
+@dataclass(frozen=True)
+class DecodedSet:
+    """A decoded ET set: the Program and the sizes the files themselves state."""
+
+    program: Program
+    chunk_bytes: int
+    """``collc_chunk_bytes``, equal in every file; every message's ``comm_size`` is its slot
+    count times this (checked while decoding)."""
+    reduce_micros: int
+    """``collc_reduce_micros`` of the first file."""
+
+
+def decode_rank_files(paths: Sequence[str | os.PathLike[str]]) -> DecodedSet:
+    """Decode the per-rank files of an output folder, ``paths[r]`` being rank ``r``'s file.
+
+    Like `decode_program`, and besides: each file must hold the rank its position (its name)
+    gives it, so files swapped or copied over each other on disk are refused, naming the file.
+    """
+    return _decode(iter_et_sources(paths), positional=True)
+
+
 def _meta_int(t: EtTrace, name: str) -> int:
     v = t.metadata.get(name)
     if not isinstance(v, int) or isinstance(v, bool):
@@ -147,13 +169,18 @@ def _check_collc(t: EtTrace) -> None:
 def program_from_traces(traces: Iterable[EtTrace]) -> Program:
     """The Program of collc ET traces (one per rank, any order); see `decode_program`.
     Each trace is converted as it arrives, so an iterator keeps one trace in memory."""
+    return _decode(traces, positional=False).program
+
+
+def _decode(traces: Iterable[EtTrace], *, positional: bool) -> DecodedSet:
+    """`program_from_traces`; with ``positional`` the i-th trace must be rank i."""
     first: EtTrace | None = None
     head: tuple[int, str, str, int] = (0, "", "", 0)
     files: dict[int, str] = {}
     parts: dict[int, dict[str, npt.NDArray[np.integer[Any]]]] = {}
     sizes: dict[int, list[int]] = {}
     custom: dict[int, tuple[object, object]] = {}
-    for t in traces:
+    for position, t in enumerate(traces):
         _check_collc(t)
         mine = (
             _meta_int(t, "collc_num_ranks"),
@@ -176,6 +203,13 @@ def program_from_traces(traces: Iterable[EtTrace]) -> Program:
         rank = _meta_int(t, "collc_rank")
         if not 0 <= rank < num_ranks:
             raise EtDecodeError(f"rank {rank} is outside 0..{num_ranks - 1}", t.file, 0)
+        if positional and rank != position:
+            raise EtDecodeError(
+                f"the file holds rank {rank}, but its name makes it rank {position} "
+                "(rank files renamed or swapped?)",
+                t.file,
+                0,
+            )
         if rank in files:
             raise EtDecodeError(f"rank {rank} also comes from {files[rank]}", t.file, 0)
         bs = t.metadata.get("collc_buffer_sizes")
@@ -193,10 +227,11 @@ def program_from_traces(traces: Iterable[EtTrace]) -> Program:
                 raise EtDecodeError(
                     f"collc_custom_input/output is not JSON: {e}", t.file, 0
                 ) from None
-        parts[rank] = _rank_columns(t)
+        parts[rank] = _rank_columns(t, head[3])
     if first is None:
         raise CollcError("no ET files to decode")
-    num_ranks, coll_text, name, _ = head
+    num_ranks, coll_text, name, chunk_bytes = head
+    reduce_micros = first.metadata.get("collc_reduce_micros", 0)
     if len(files) != num_ranks:
         missing = min(set(range(num_ranks)) - set(files))
         raise EtDecodeError(
@@ -227,7 +262,7 @@ def program_from_traces(traces: Iterable[EtTrace]) -> Program:
     columns = {c: np.concatenate([part[c] for part in ordered]) for c in COLUMNS}
     dep_offsets = _join_offsets([part["dep_offsets"] for part in ordered])
     route_offsets = _join_offsets([part["route_offsets"] for part in ordered])
-    return Program.from_columns(
+    program = Program.from_columns(
         collective,
         rank_offsets,
         dict(columns),
@@ -238,6 +273,8 @@ def program_from_traces(traces: Iterable[EtTrace]) -> Program:
         np.concatenate([part["route_nodes"] for part in ordered]),
         name=name,
     )
+    micros = reduce_micros if isinstance(reduce_micros, int) else 0
+    return DecodedSet(program, chunk_bytes, micros)
 
 
 def _join_offsets(offsets: list[npt.NDArray[np.integer[Any]]]) -> I64:
@@ -248,9 +285,12 @@ def _join_offsets(offsets: list[npt.NDArray[np.integer[Any]]]) -> I64:
     return out
 
 
-def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
-    """One rank's Program columns from its trace (collc layout, see `chakra_ir.et.layout`)."""
+def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.integer[Any]]]:
+    """One rank's Program columns from its trace (collc layout, see `chakra_ir.et.layout`);
+    every message's ``comm_size`` must be its slot count times ``chunk_bytes``."""
     n = len(t)
+    if chunk_bytes < 1:
+        raise EtDecodeError(f"collc_chunk_bytes must be at least 1, got {chunk_bytes}", t.file, 0)
     if not np.array_equal(t.ids, np.arange(n, dtype=np.int64)):
         bad = int(np.flatnonzero(t.ids != np.arange(n))[0])
         raise EtDecodeError(
@@ -335,6 +375,18 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
         raise EtDecodeError(
             f"node {bad} lacks the collc_count attribute", t.file, int(t.offsets[bad])
         )
+    is_msg = send | recv
+    comm_size = attr("comm_size", -1)
+    want = count[op_nodes].astype(np.float64) * float(chunk_bytes)
+    wrong = np.flatnonzero(is_msg & (comm_size.astype(np.float64) != want))
+    if wrong.size:
+        b = int(op_nodes[wrong[0]])
+        raise EtDecodeError(
+            f"node {b}: comm_size {int(comm_size[wrong[0]])} is not its {int(count[b])} slots "
+            f"x collc_chunk_bytes {chunk_bytes}",
+            t.file,
+            int(t.offsets[b]),
+        )
     comm_src, comm_dst = attr("comm_src", -1), attr("comm_dst", -1)
     peer = np.where(send, comm_dst, np.where(recv, comm_src, attr("collc_peer", -1)))
     tag = attr("collc_tag", 0)
@@ -367,6 +419,19 @@ def _rank_columns(t: EtTrace) -> dict[str, npt.NDArray[np.integer[Any]]]:
         "threadblock": attr("collc_threadblock", -1),
         "after": attr("collc_after", -1),
     }
+    # A buffer an operation uses must be input, output or scratch (codes 0..2): anything else
+    # is no Program at all, not even a wrong one (it could not be printed or verified).
+    for field, used in (("collc_src_buf", ~recv), ("collc_dst_buf", ~send)):
+        code = columns[field[6:]]
+        nobuf = np.flatnonzero(used & ((code < 0) | (code > 2)))
+        if nobuf.size:
+            b = int(op_nodes[nobuf[0]])
+            raise EtDecodeError(
+                f"node {b}: {field} {int(code[nobuf[0]])} names no buffer (0 input, 1 output, "
+                "2 scratch)",
+                t.file,
+                int(t.offsets[b]),
+            )
     out: dict[str, npt.NDArray[np.integer[Any]]] = {
         name: _narrow(t, name, values, op_nodes) for name, values in columns.items()
     }

@@ -31,6 +31,7 @@ from chakra_ir.et import (
     EtEncodeError,
     comm_tags,
     decode_program,
+    decode_rank_files,
     encode_program,
     iter_rank_files,
     layout,
@@ -413,14 +414,49 @@ def test_files_rewritten_by_another_writer_decode(p: Program, rng: random.Random
     assert decode_program(files) == p
 
 
-def test_decode_refuses_values_outside_the_columns() -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("collc_src_buf", 1000, "collc_src_buf 1000 names no buffer"),
+        ("collc_src_buf", -1, "collc_src_buf -1 names no buffer"),
+        ("collc_src_index", 1 << 40, f"collc_src_index {1 << 40} is outside int32"),
+    ],
+)
+def test_decode_refuses_values_outside_the_columns(name: str, value: int, message: str) -> None:
     p = ring_allreduce(2)
     files = encode_program(p, 8)
     meta, nodes = pb_messages(files[0])
     for a in nodes[0].attr:
-        if a.name == "collc_src_buf":
-            a.int32_val = 1000
+        if a.name == name:
+            if a.WhichOneof("value") == "int32_val" and abs(value) >= 1 << 31:
+                a.int64_val = value
+            else:
+                a.int32_val = value
     blob = et_stream(meta, [n.SerializeToString() for n in nodes])
-    with pytest.raises(EtDecodeError, match="collc_src_buf 1000 is outside int8") as info:
+    with pytest.raises(EtDecodeError, match=message) as info:
         decode_program([blob, files[1]])
     assert info.value.offset == len(layout.metadata_message(p, 0, 8, 0))
+
+
+def test_decode_refuses_message_sizes_that_disagree_with_the_chunk_size() -> None:
+    p = ring_allreduce(2)
+    files = encode_program(p, 8)
+    meta, nodes = pb_messages(files[0])
+    sends = [n for n in nodes if any(a.name == "comm_size" for a in n.attr)]
+    for a in sends[0].attr:
+        if a.name == "comm_size":
+            a.int64_val += 1
+    blob = et_stream(meta, [n.SerializeToString() for n in nodes])
+    with pytest.raises(EtDecodeError, match="comm_size 9 is not its 1 slots x collc_chunk_bytes 8"):
+        decode_program([blob, files[1]])
+
+
+def test_rank_files_must_hold_the_rank_of_their_name(tmp_path: Path) -> None:
+    files = encode_program(ring_allreduce(3), 8)
+    paths = [tmp_path / f"r.{r}.et" for r in range(3)]
+    for path, blob in zip(paths, [files[0], files[2], files[1]], strict=True):
+        path.write_bytes(blob)
+    assert decode_program(paths) == ring_allreduce(3)  # any order is fine here
+    with pytest.raises(EtDecodeError, match="holds rank 2, but its name makes it rank 1") as info:
+        decode_rank_files(paths)
+    assert info.value.file == str(paths[1])
