@@ -3,26 +3,41 @@
 Each algorithm's program is produced, verified and simulated on the same topology under the
 same cost model, for one size or an nccl-tests style sweep. Baseline programs are size-free,
 so each is produced once; TACOS schedules depend on the bytes per chunk, so it is
-synthesized per size.
+synthesized per size. With process groups every algorithm runs in every group at once
+(baselines group by group, TACOS jointly, and as ``tacos-independent`` group by group), and
+the bound is the joint one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from backends.sim import simulate
-from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.collective import CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import Program
 from chakra_ir.verify import verify, verify_routes
-from collc.pipeline import ALGORITHMS, Request, bounds_for, cost_model_for, parse_placement
+from collc.pipeline import (
+    ALGORITHMS,
+    Request,
+    bounds_for,
+    cost_model_for,
+    generate,
+    make_collective,
+    parse_placement,
+)
 from topologies import Topology, parse_topology
 from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
+from topologies.groups import parse_groups
 from topologies.units import parse_size_bytes
+
+INDEPENDENT = "tacos-independent"
+"""The bench row of TACOS synthesizing each process group alone (with --groups)."""
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -96,6 +111,7 @@ def run_bench(
     algorithms: list[str] | None = None,
     chunks_per_npu: int = 1,
     placement: str = "",
+    groups: str = "",
     seed: int = 0,
     completion: str = DEFAULT_COMPLETION.value,
     say: Callable[[str], None] | None = None,
@@ -106,8 +122,18 @@ def run_bench(
     topology = parse_topology(topology_spec)
     npus = parse_placement(placement, topology) if placement else ()
     n = len(npus) or topology.num_npus
+    if groups:
+        n = len(parse_groups(groups, topology).npus)
     names = algorithms or list(ALGORITHMS)
+    if groups and "tacos" in names and INDEPENDENT not in names:
+        names = [
+            *names[: names.index("tacos") + 1],
+            INDEPENDENT,
+            *names[names.index("tacos") + 1 :],
+        ]
     for name in names:
+        if name == INDEPENDENT and groups:
+            continue
         if name not in ALGORITHMS:
             raise CollcError(
                 f"unknown algorithm {name!r} (expected one of {', '.join(ALGORITHMS)})"
@@ -121,8 +147,10 @@ def run_bench(
             kind,
             size_bytes=size,
             chunks_per_npu=chunks_per_npu,
+            placement=placement,
             seed=seed,
             completion=completion,
+            groups=groups,
         )
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
@@ -141,7 +169,7 @@ def run_bench(
                 row.busbw_gbps = result.busbw_gbps
                 row.ratio = result.finish_ns / report.bounds_ns[size][1]
             rows.append(row)
-        baselines = [r.time_ns for r in rows if r.algorithm != "tacos" and r.time_ns]
+        baselines = [r.time_ns for r in rows if not r.algorithm.startswith("tacos") and r.time_ns]
         best = min(baselines) if baselines else None
         for r in rows:
             if best is not None and r.time_ns:
@@ -159,23 +187,19 @@ def _program(
     cache: dict[str, Program | str],
 ) -> Program | str:
     """The verified program of one algorithm, or why it cannot serve this case."""
-    size_free = name != "tacos"
+    size_free = not name.startswith("tacos")
     if size_free and name in cache:
         return cache[name]
+    if name == INDEPENDENT:
+        req = dataclasses.replace(req, groups_independent=True)
+        name = "tacos"
     producer = ALGORITHMS[name](req, None)
     out: Program | str
     if req.collective not in producer.collectives:
         out = f"does not implement {req.collective.value}"
     else:
-        n = len(npus) or topology.num_npus
         try:
-            collective = Collective(
-                req.collective,
-                n,
-                producer.chunks_per_rank(req.collective, n),
-                placement=npus if npus and npus != tuple(range(n)) else (),
-            )
-            out = producer.generate(collective, topology)
+            out = generate(producer, make_collective(req, producer, topology), topology)
         except CollcError as e:
             out = e.message
         else:

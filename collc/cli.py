@@ -112,6 +112,8 @@ def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> di
         "algorithm": m.algorithm,
         "collective": p.collective.kind.value,
         "ranks": p.num_ranks,
+        "groups": [list(g) for g in p.collective.groups] or None,
+        "groups_joint": m.extra.get("groups_joint"),
         "chunks_per_rank": p.collective.chunks_per_rank,
         "inplace": p.collective.inplace,
         "topology": m.topology,
@@ -137,14 +139,25 @@ def _us(ns: float) -> str:
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    click.echo(f"{s['algorithm']} {s['collective']} over {s['ranks']} ranks on {s['topology']}")
+    groups = s.get("groups")
+    if groups:
+        how = "jointly" if s.get("groups_joint") else "each alone"
+        click.echo(
+            f"{s['algorithm']} {s['collective']} in {len(groups)} groups of {len(groups[0])} at "
+            f"once ({how}), {s['ranks']} ranks on {s['topology']}"
+        )
+    else:
+        click.echo(f"{s['algorithm']} {s['collective']} over {s['ranks']} ranks on {s['topology']}")
     size = (
         f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
         f"{s['chunks_per_rank']} chunks per rank)"
     )
     rows = [("size", size)]
     if s["estimated_ns"] is not None:
-        rows.append(("estimate", f"{_us(s['estimated_ns'])} (sends complete {s['completion']})"))
+        how = "simulated, every group at once; " if s.get("groups") else ""
+        rows.append(
+            ("estimate", f"{_us(s['estimated_ns'])} ({how}sends complete {s['completion']})")
+        )
     bound = f"{_us(s['lower_bound_ns'])} ({s['lower_bound']})"
     if s["ratio"] is not None:
         bound += f", ratio {s['ratio']:.3f}"
@@ -159,6 +172,11 @@ def _print_summary(s: dict[str, Any]) -> None:
         rows.append(("wrote", f"{s['output']}: {len(ets)} ET files and manifest.json"))
     for k, v in rows:
         click.echo(f"  {k:<12} {v}")
+
+
+def _check_groups_flags(groups: str, independent: bool) -> None:
+    if independent and not groups:
+        raise CollcError("--groups-independent needs --groups")
 
 
 def _progress(quiet: bool) -> pipeline.Progress | None:
@@ -189,6 +207,22 @@ def _completion_option(default: str | None) -> Callable[[Callable[..., Any]], Ca
         help=_COMPLETION_HELP
         + ("" if default is not None else " Default: the folder's rule (needs --force to change)."),
     )
+
+
+_GROUPS_HELP = (
+    "Process groups that each run the collective at once: 8 (consecutive groups of 8), "
+    "stride:8, block:2x2 (grid blocks), 0-7;8-15 (explicit), or an ASTRA-sim communicator-group "
+    ".json file. Groups are disjoint and of equal size."
+)
+
+
+def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--groups-independent",
+        is_flag=True,
+        help="With --groups: TACOS synthesizes each group alone (default: all jointly).",
+    )(f)
+    return click.option("--groups", default="", help=_GROUPS_HELP)(f)
 
 
 @cli.command()
@@ -225,6 +259,7 @@ def _completion_option(default: str | None) -> Callable[[Callable[..., Any]], Ca
 @click.option("--inplace", is_flag=True, help="Run in place (MSCCLang aliasing).")
 @click.option("--root", type=int, default=0, show_default=True, help="Root rank of rooted kinds.")
 @click.option("--placement", default="", help="NPUs the ranks run on, e.g. 0,2,4-7 (default all).")
+@_groups_options
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of randomized choices.")
 @click.option("--seeds", type=int, default=1, show_default=True, help="Keep the best of K seeds.")
 @_completion_option(DEFAULT_COMPLETION.value)
@@ -240,6 +275,8 @@ def synthesize(
     inplace: bool,
     root: int,
     placement: str,
+    groups: str,
+    groups_independent: bool,
     seed: int,
     seeds: int,
     completion: str,
@@ -248,6 +285,7 @@ def synthesize(
     quiet: bool,
 ) -> None:
     """Produce a verified program for a collective on a topology and write its ET files."""
+    _check_groups_flags(groups, groups_independent)
     req = pipeline.Request(
         topology,
         collective,
@@ -260,6 +298,8 @@ def synthesize(
         seed,
         seeds,
         completion,
+        groups,
+        groups_independent,
     )
     result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
     files = pipeline.write(result, out)
@@ -274,6 +314,7 @@ def synthesize(
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--root", type=int, default=0, show_default=True)
 @click.option("--placement", default="")
+@click.option("--groups", default="", help=_GROUPS_HELP)
 @click.option("--json", "as_json", is_flag=True)
 def bounds(
     topology: str,
@@ -282,15 +323,22 @@ def bounds(
     chunks_per_npu: int,
     root: int,
     placement: str,
+    groups: str,
     as_json: bool,
 ) -> None:
-    """Lower bounds on the time of a collective on a topology."""
+    """Lower bounds on the time of a collective on a topology (of every group at once, with
+    --groups)."""
     topo = parse_topology(topology)
     npus = pipeline.parse_placement(placement, topo) if placement else ()
     if chunks_per_npu < 1:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
     req = pipeline.Request(
-        topology, collective, size_bytes=size, chunks_per_npu=chunks_per_npu, root=root
+        topology,
+        collective,
+        size_bytes=size,
+        chunks_per_npu=chunks_per_npu,
+        root=root,
+        groups=groups,
     )
     b = pipeline.bounds_for(req, topo, len(npus) or topo.num_npus, npus)
     name, best = b.best
@@ -304,10 +352,12 @@ def bounds(
         "best": name,
         "best_ns": best,
         "exact_cut": b.exact_cut,
+        "groups": groups or None,
     }
 
     def human() -> None:
-        click.echo(f"{collective.value} of {format_size_bytes(size)} on {topo.spec}")
+        each = f" in each of --groups {groups}" if groups else ""
+        click.echo(f"{collective.value} of {format_size_bytes(size)}{each} on {topo.spec}")
         for k, v in sorted(b.items.items(), key=lambda kv: -kv[1]):
             mark = "*" if k == name else " "
             click.echo(f" {mark} {k:<9} {_us(v):>16}  {b.descriptions.get(k, '')}")
@@ -479,6 +529,11 @@ def simulate(
 @click.option("--algorithms", default="", help="Comma-separated subset (default: every one).")
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--placement", default="")
+@click.option(
+    "--groups",
+    default="",
+    help=_GROUPS_HELP + " TACOS runs jointly and, as tacos-independent, group by group.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @_completion_option(DEFAULT_COMPLETION.value)
 @click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
@@ -491,6 +546,7 @@ def bench(
     algorithms: str,
     chunks_per_npu: int,
     placement: str,
+    groups: str,
     seed: int,
     completion: str,
     plot: Path | None,
@@ -512,6 +568,7 @@ def bench(
         algorithms=[a.strip() for a in algorithms.split(",") if a.strip()] or None,
         chunks_per_npu=chunks_per_npu,
         placement=placement,
+        groups=groups,
         seed=seed,
         completion=completion,
         say=say,

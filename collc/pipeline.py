@@ -6,6 +6,7 @@ same steps. Every program passes `verify` before it is written and after it is r
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,14 +30,25 @@ from baselines import ALGORITHMS as BASELINES
 from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.et import program_from_traces, read_et_folder
-from chakra_ir.outdir import MANIFEST, Manifest, chunk_bytes_for, read_output, write_output
+from chakra_ir.grouping import merge_groups, split_groups
+from chakra_ir.outdir import (
+    MANIFEST,
+    Manifest,
+    chunk_bytes_for,
+    manifest_topology,
+    read_output,
+    write_output,
+)
 from chakra_ir.program import Program
 from chakra_ir.verify import VerifyError, VerifyReport, verify, verify_routes
 from tacos import Tacos
 from tacos.bounds import Bounds, lower_bounds
+from tacos.group_bounds import group_bounds
 from topologies import Topology, parse_topology
 from topologies.cost_model import DEFAULT_COMPLETION, Completion, CostModel
 from topologies.errors import CollcError
+from topologies.groups import parse_groups
+from topologies.units import check_time_range
 
 
 class Producer(Protocol):
@@ -95,6 +107,7 @@ def _tacos(req: Request, progress: Progress | None) -> Producer:
         seeds=req.seeds,
         cost=req.cost_model(),
         progress=progress,
+        groups_independent=req.groups_independent,
     )
 
 
@@ -156,6 +169,10 @@ class Request:
     seeds: int = 1
     completion: str = DEFAULT_COMPLETION.value
     """The send-completion rule (`topologies.cost_model.Completion`)."""
+    groups: str = ""
+    """Process groups (`topologies.groups`): every group runs the collective at once."""
+    groups_independent: bool = False
+    """With ``groups``: TACOS synthesizes each group alone (else all jointly)."""
 
     def cost_model(self) -> CostModel:
         """The cost model this request produces and times under."""
@@ -200,11 +217,25 @@ def bounds_for(
     *,
     any_chunking: bool = False,
 ) -> Bounds:
-    """The lower bounds of a request's collective (rooted kinds use ``req.root``).
+    """The lower bounds of a request's collective (rooted kinds use ``req.root``; process
+    groups, the joint bounds of `tacos.group_bounds`).
 
     Without ``any_chunking`` they assume TACOS's chunking (``req.chunks_per_npu``); with it
     they hold for any program (see `tacos.bounds.lower_bounds`).
     """
+    if req.groups:
+        groups = parse_groups(req.groups, topology)
+        groups.check_disjoint()
+        if placement:
+            groups.check_covers(placement)
+        return group_bounds(
+            req.collective,
+            topology,
+            req.size_bytes,
+            groups.members,
+            chunks_per_npu=req.chunks_per_npu,
+            any_chunking=any_chunking,
+        )
     return lower_bounds(
         req.collective,
         topology,
@@ -229,26 +260,18 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {req.chunks_per_npu}")
     if req.size_bytes <= 0:
         raise CollcError(f"--size must be positive, got {req.size_bytes} bytes")
+    check_times(topology, req.size_bytes)
     algo = ALGORITHMS[req.algorithm](req, progress)
     if req.collective not in algo.collectives:
         served = ", ".join(sorted(k.value for k in algo.collectives))
         raise CollcError(
             f"algorithm {algo.name} does not implement {req.collective.value} (it serves {served})"
         )
-    placement = parse_placement(req.placement, topology) if req.placement else ()
-    n = len(placement) if placement else topology.num_npus
-    collective = Collective(
-        req.collective,
-        n,
-        algo.chunks_per_rank(req.collective, n),
-        inplace=req.inplace,
-        root=req.root if req.collective.rooted else -1,
-        placement=placement if placement and placement != tuple(range(n)) else (),
-    )
+    collective = make_collective(req, algo, topology)
     cost = req.cost_model()
     seconds["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    program = algo.generate(collective, topology)
+    program = generate(algo, collective, topology)
     seconds["generate"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     report = verify(program)
@@ -256,7 +279,20 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     seconds["verify"] = time.perf_counter() - t2
     estimate = algo.last.estimated_ns if isinstance(algo, Tacos) and algo.last else None
     seed = req.seed if isinstance(algo, Tacos) else None
-    tacos_chunks = req.chunks_per_npu if estimate is not None else None
+    tacos_chunks = req.chunks_per_npu if isinstance(algo, Tacos) else None
+    extra: dict[str, Any] = {}
+    if isinstance(algo, Tacos):
+        # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
+        extra["seeds"] = req.seeds
+    if collective.groups:
+        extra["groups"] = req.groups
+        extra["groups_joint"] = isinstance(algo, Tacos) and not req.groups_independent
+        # Groups share links: the estimate is the simulated time of them all together.
+        t3 = time.perf_counter()
+        estimate = simulate(
+            program, topology, chunk_bytes_for(collective, req.size_bytes), cost=cost
+        ).finish_ns
+        seconds["estimate"] = time.perf_counter() - t3
     return _finish(
         program,
         topology,
@@ -267,10 +303,63 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         estimate,
         seed,
         tacos_chunks,
-        # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
-        {"seeds": req.seeds} if isinstance(algo, Tacos) else None,
+        extra or None,
         completion=cost.completion,
     )
+
+
+def make_collective(req: Request, producer: Producer, topology: Topology) -> Collective:
+    """The collective a request asks of ``producer`` on ``topology``: its ranks on the
+    ``--placement`` NPUs (all by default) or, with ``--groups``, on the groups' NPUs in
+    ascending order, split into those groups; chunks per rank as ``producer`` cuts them.
+    Raises CollcError for a bad placement, groups that overlap, differ in size or do not
+    cover the placement, and kinds that take no groups."""
+    placement = parse_placement(req.placement, topology) if req.placement else ()
+    members: tuple[tuple[int, ...], ...] = ()
+    if req.groups:
+        groups = parse_groups(req.groups, topology)
+        groups.check_disjoint()
+        if placement:
+            groups.check_covers(placement)
+        placement = groups.npus
+        rank_of = {x: r for r, x in enumerate(placement)}
+        members = tuple(tuple(rank_of[x] for x in g) for g in groups.members)
+    n = len(placement) if placement else topology.num_npus
+    per_group = len(members[0]) if members else n
+    return Collective(
+        req.collective,
+        n,
+        producer.chunks_per_rank(req.collective, per_group),
+        inplace=req.inplace,
+        root=req.root if req.collective.rooted else -1,
+        placement=placement if placement and placement != tuple(range(n)) else (),
+        groups=members,
+    )
+
+
+def generate(producer: Producer, collective: Collective, topology: Topology) -> Program:
+    """``producer``'s program for ``collective``. Process groups: TACOS plans them together
+    (unless told to plan each alone); any other producer makes each group's program alone and
+    they are merged (`chakra_ir.grouping.merge_groups`)."""
+    if not collective.groups or isinstance(producer, Tacos):
+        return producer.generate(collective, topology)
+    programs = [
+        producer.generate(collective.group_collective(g), topology)
+        for g in range(collective.num_groups)
+    ]
+    return merge_groups(collective, programs, programs[0].name)
+
+
+def check_times(topology: Topology, size_bytes: int) -> None:
+    """Refuse, before any work, a size whose times the topology's slowest link would push past
+    what collc can compute exactly (`topologies.units.check_time_range`)."""
+    if topology.links:
+        check_time_range(
+            size_bytes,
+            min(lk.bandwidth_bytes_per_ns for lk in topology.links),
+            max(lk.latency_ns for lk in topology.links),
+            topology.num_nodes,
+        )
 
 
 def _finish(
@@ -331,6 +420,15 @@ def program_bounds(
     c = program.collective
     if c.kind is CollectiveKind.CUSTOM:
         return Bounds({})
+    if c.groups:
+        return group_bounds(
+            c.kind,
+            topology,
+            size_bytes,
+            [[c.npu(r) for r in g] for g in c.groups],
+            chunks_per_npu=tacos_chunks or 1,
+            any_chunking=tacos_chunks is None,
+        )
     return lower_bounds(
         c.kind,
         topology,
@@ -407,9 +505,14 @@ def write(result: Result, out: Path | str) -> list[Path]:
 
 
 def load(out: Path | str, *, check: bool = True) -> tuple[Manifest, Program, VerifyReport | None]:
-    """Read an output folder back; with ``check`` verify it (raises VerifyError if wrong)."""
+    """Read an output folder back; with ``check`` verify it (raises VerifyError if wrong),
+    its manifest's topology included (OutputError when the spec is bad or too small)."""
     manifest, program = read_output(out)
-    report = verify(program) if check else None
+    report = None
+    if check:
+        topology = manifest_topology(manifest, out)
+        report = verify(program)
+        verify_routes(program, topology)
     return manifest, program, report
 
 
@@ -535,17 +638,29 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
                 "(the program was produced for that size; pass --force to simulate it anyway)"
             )
         chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
+    check_times(topology, chunk_bytes * program.collective.size_chunks)
     reduce_micros = manifest.extra.get("reduce_micros")
-    result = simulate(
-        program,
-        topology,
-        chunk_bytes,
-        model=req.model,
-        cost=cost,
-        packet_bytes=req.packet_bytes,
-        keep_timeline=req.timeline,
-        reduce_micros=None if reduce_micros is None else int(reduce_micros),
-    )
+    if program.collective.groups:
+        result = simulate_groups(
+            program,
+            topology,
+            chunk_bytes,
+            model=req.model,
+            cost=cost,
+            packet_bytes=req.packet_bytes,
+            keep_timeline=req.timeline,
+        )
+    else:
+        result = simulate(
+            program,
+            topology,
+            chunk_bytes,
+            model=req.model,
+            cost=cost,
+            packet_bytes=req.packet_bytes,
+            keep_timeline=req.timeline,
+            reduce_micros=None if reduce_micros is None else int(reduce_micros),
+        )
     b = program_bounds(program, topology, chunk_bytes * program.collective.size_chunks)
     if b.items:
         result.lower_bound_name, result.lower_bound_ns = b.best
@@ -556,3 +671,37 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         and cost.completion.value == manifest.completion
     )
     return result, topology, float(estimate) if estimate is not None and same_size else None
+
+
+def simulate_groups(
+    program: Program,
+    topology: Topology,
+    chunk_bytes: int,
+    *,
+    model: str = "congestion",
+    cost: CostModel | None = None,
+    packet_bytes: int | None = None,
+    keep_timeline: bool = False,
+) -> SimResult:
+    """Simulate a program split into process groups as one instance per group, all at once
+    (`backends.sim.concurrent`): the same time as the whole program, with each group's finish.
+    """
+    from backends.sim.concurrent import Instance, simulate_instances
+
+    c = program.collective
+    parts = split_groups(program)
+    result = simulate_instances(
+        [Instance(f"group {g}", p, chunk_bytes) for g, p in enumerate(parts)],
+        topology,
+        model=model,
+        cost=cost or CostModel(),
+        packet_bytes=packet_bytes,
+        keep_timeline=keep_timeline,
+    )
+    return dataclasses.replace(
+        result,
+        collective=c.kind.value,
+        size_bytes=c.size_chunks * chunk_bytes,
+        chunk_bytes=chunk_bytes,
+        group_size=c.group_size,
+    )

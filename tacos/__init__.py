@@ -11,6 +11,7 @@ from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import Program
 from tacos.errors import TacosError
+from tacos.groups import synthesize_groups
 from tacos.synthesis import SUPPORTED, Progress, Synthesis, chunks_for, synthesize
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 from topologies.topology import Topology
@@ -42,6 +43,7 @@ class Tacos:
         seeds: int = 1,
         cost: CostModel = DEFAULT_COST_MODEL,
         progress: Progress | None = None,
+        groups_independent: bool = False,
     ) -> None:
         if size_bytes <= 0:
             raise TacosError(f"size must be positive, got {size_bytes} bytes")
@@ -55,6 +57,7 @@ class Tacos:
         self.seeds = seeds
         self.cost = cost
         self.progress = progress
+        self.groups_independent = groups_independent
         self.last: Synthesis | None = None
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
@@ -67,9 +70,23 @@ class Tacos:
 
         The chunk size is ``chunk_bytes_for(collective, size_bytes)`` (the size over the
         collective's size in chunks, rounded up). The full result, with the estimate, stays in
-        ``self.last``. Raises TacosError as `synthesize` does.
+        ``self.last``. A collective split into process groups is synthesized jointly
+        (`tacos.groups.synthesize_groups`), or group by group with ``groups_independent``.
+        Raises TacosError as `synthesize` does.
         """
         chunk_bytes = chunk_bytes_for(collective, self.size_bytes)
+        if collective.groups:
+            self.last = synthesize_groups(
+                collective,
+                topology,
+                chunk_bytes,
+                seed=self.seed,
+                seeds=self.seeds,
+                cost=self.cost,
+                independent=self.groups_independent,
+                progress=self.progress,
+            )
+            return self.last.program
         self.last = synthesize(
             collective,
             topology,

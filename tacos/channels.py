@@ -141,10 +141,30 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
         return direct
     if any(x < net.num_npus for x in range(net.num_nodes) if x not in set(npus)):
         channels = _channels(net, npus, relays=True)
+        # Relayed channels with the fewest NPU relays each rank has, when they suffice:
+        # longer ones take the links of every NPU they cross.
+        short = _fewest_relays(channels, net.num_npus)
+        if _connected(len(npus), short):
+            channels = short
     else:
         channels = direct
     _check_connected(len(npus), channels, npus, net)
     return channels
+
+
+def _fewest_relays(channels: list[Channel], num_npus: int) -> list[Channel]:
+    """Channels without NPU relays, and per sending rank its relayed channels that cross the
+    fewest NPUs."""
+
+    def relays(ch: Channel) -> int:
+        return sum(1 for x in ch.nodes[1:-1] if x < num_npus)
+
+    fewest: dict[int, int] = {}
+    for ch in channels:
+        k = relays(ch)
+        if k and k < fewest.get(ch.src, 1 << 30):
+            fewest[ch.src] = k
+    return [ch for ch in channels if relays(ch) in (0, fewest.get(ch.src, 0))]
 
 
 def _channels(net: Net, npus: Sequence[int], *, relays: bool) -> list[Channel]:

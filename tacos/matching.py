@@ -146,6 +146,11 @@ def spread(
         ]
 
     busy = [0] * (max_link + 1)
+    # Process groups (``want``): a link that is some rank's first link and another group's
+    # interior hop may be reserved ahead for that hop; a message that fits in the gap before
+    # the reservation (the latest one per link) may still take the link then.
+    gap_lo = [0] * (max_link + 1)
+    gap_hi = [0] * (max_link + 1)
     has = [0] * R
     events: dict[int, list[int]] = {}
     times: list[int] = []
@@ -217,8 +222,11 @@ def spread(
         else:
             items = [(u, gr) for u in active for gr in groups[u]]
         for u, (link, ser0, chans, _) in items:
+            in_gap = False
             if busy[link] > t:
-                continue
+                if not (masked and gap_lo[link] <= t and t + ser0 <= gap_hi[link]):
+                    continue
+                in_gap = True
             hu = fwd[u] if sink >= 0 else has[u]
             if not hu:
                 continue
@@ -240,8 +248,11 @@ def spread(
                 if not cand:
                     continue
                 d = 0
-                for l2, o2, _ in interior:
-                    if busy[l2] > t + o2 + d:
+                for l2, o2, s2 in interior:
+                    at = t + o2 + d
+                    if busy[l2] > at and not (
+                        masked and gap_lo[l2] <= at and at + s2 <= gap_hi[l2]
+                    ):
                         d = busy[l2] - t - o2
                 if d:
                     if late < 0 or d < late_by:
@@ -296,12 +307,9 @@ def spread(
                     cand = rest
             if rarity is not None:
                 cand = rarity.rarest(cand)
-            if masked:
-                # Draw over the ids the receiver wants (a group's band of the ids), which a
-                # draw over all ids would mostly miss: as a lone group would draw.
-                r = w_lo[v] + int(rand() * w_span[v])
-            else:
-                r = int(rand() * K)
+            # With groups, draw over the ids the receiver wants (its group's band of the ids,
+            # which a draw over all ids would mostly miss), as a lone group would draw.
+            r = w_lo[v] + int(rand() * w_span[v]) if masked else int(rand() * K)
             x = cand >> r
             k = r + (x & -x).bit_length() - 1 if x else (cand & -cand).bit_length() - 1
             bit = 1 << k
@@ -314,14 +322,23 @@ def spread(
                 inc[v] |= bit
                 served += 1
                 rarity.add(k)  # type: ignore[union-attr]
-            busy[link] = t + ser0
+            if in_gap:
+                gap_lo[link] = t + ser0
+            else:
+                busy[link] = t + ser0
             if n > 1:
                 turn[link] = (chosen + 1) % n
             d = 0
             for l2, o2, s2 in interior:
                 st2 = t + o2 + d
                 if busy[l2] > st2:
+                    if masked and gap_lo[l2] <= st2 and st2 + s2 <= gap_hi[l2]:
+                        gap_lo[l2] = st2 + s2
+                        continue
                     st2 = busy[l2]
+                elif masked and st2 > busy[l2]:
+                    gap_lo[l2] = busy[l2]
+                    gap_hi[l2] = st2
                 busy[l2] = st2 + s2
                 d = st2 - t - o2
             tid = len(t_chunk)

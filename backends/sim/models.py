@@ -99,9 +99,10 @@ def get_model(name: str) -> Model:
 
 
 def check_placement(graph: TaskGraph, topology: Topology) -> None:
-    """Raise SimError unless every rank sits on its own NPU of ``topology``."""
+    """Raise SimError unless every rank sits on its own NPU of ``topology`` (ranks of different
+    instances of a merged graph may share one)."""
     n = topology.num_npus
-    if graph.num_ranks > n:
+    if graph.num_ranks > n and not graph.merged:
         raise SimError(
             f"the program has {graph.num_ranks} ranks but {topology.spec} has only {n} NPUs"
         )
@@ -112,7 +113,7 @@ def check_placement(graph: TaskGraph, topology: Topology) -> None:
                 f"rank {r} is placed on NPU {npu}, which {topology.spec} does not have "
                 f"(NPUs 0..{n - 1})"
             )
-        if npu in seen:
+        if npu in seen and not graph.merged:
             raise SimError(f"ranks {seen[npu]} and {r} are both placed on NPU {npu}")
         seen[npu] = r
 
@@ -272,4 +273,5 @@ def make_result(
         wall_seconds=wall_seconds,
         timeline=timeline,
         completion=completion,
+        group_size=collective.group_size if collective is not None and collective.groups else None,
     )

@@ -66,6 +66,27 @@ class Timeline:
 
 
 @dataclass(frozen=True)
+class InstanceTiming:
+    """One program instance of a concurrent run: its ``name``, the NPUs of its ranks,
+    ``start_ns`` (its gate opened, for the first of its ranks) and ``finish_ns`` (its last
+    task finished)."""
+
+    name: str
+    npus: tuple[int, ...]
+    start_ns: float
+    finish_ns: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "npus": list(self.npus),
+            "start_ns": self.start_ns,
+            "finish_ns": self.finish_ns,
+            "duration_ns": self.finish_ns - self.start_ns,
+        }
+
+
+@dataclass(frozen=True)
 class LinkUse:
     """One link's load: ``busy_ns`` of serialization, ``utilization`` = busy / finish time."""
 
@@ -121,11 +142,17 @@ class SimResult:
     """A lower bound on the collective's time, when the caller attached one (e.g. the
     tightest of ``tacos.bounds.lower_bounds``); ``lower_bound_name`` says which."""
     lower_bound_name: str = ""
+    group_size: int | None = None
+    """Ranks per process group when every group ran the collective among its own ranks (the
+    bus-bandwidth factor is the group's)."""
+    instances: tuple[InstanceTiming, ...] = ()
+    """Per program instance run together (`backends.sim.concurrent`), or per process group of
+    a grouped program: when it started and finished."""
 
     # -- bandwidths ----------------------------------------------------------------------------
     @property
     def busbw_factor(self) -> float:
-        return busbw_factor(self.collective, self.num_ranks)
+        return busbw_factor(self.collective, self.group_size or self.num_ranks)
 
     @property
     def algbw_gbps(self) -> float | None:
@@ -181,9 +208,22 @@ class SimResult:
         if self.algbw_gbps is not None:
             lines.append(
                 f"algbw {self.algbw_gbps:.3f} GB/s, busbw {self.busbw_gbps:.3f} GB/s "
-                f"({self.collective}, {self.size_bytes} B over {self.num_ranks} ranks)"
+                f"({self.collective}, {self.size_bytes} B over {self.num_ranks} ranks"
+                + (
+                    f" in groups of {self.group_size})"
+                    if self.group_size and self.group_size != self.num_ranks
+                    else ")"
+                )
             )
         lines.append(f"{self.messages} messages, {self.hops} hops, {self.events} events")
+        if self.instances:
+            spans = [x.finish_ns - x.start_ns for x in self.instances]
+            slow = self.instances[int(np.argmax(spans))]
+            lines.append(
+                f"{len(self.instances)} instances: finish {min(x.finish_ns for x in self.instances) / 1000:.3f}"
+                f"..{max(x.finish_ns for x in self.instances) / 1000:.3f} us; longest "
+                f"{slow.name} ({(slow.finish_ns - slow.start_ns) / 1000:.3f} us)"
+            )
         if self.bound_ratio is not None:
             assert self.lower_bound_ns is not None
             lines.append(
@@ -225,6 +265,8 @@ class SimResult:
             "lower_bound_name": self.lower_bound_name,
             "bound_ratio": self.bound_ratio,
             "rank_finish_ns": [float(x) for x in self.rank_finish_ns],
+            "group_size": self.group_size,
+            "instances": [x.to_json() for x in self.instances],
             "busiest_link": None if busiest is None else busiest.to_json(),
             "mean_link_utilization": self.mean_link_utilization,
             "links": [
