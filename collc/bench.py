@@ -223,19 +223,19 @@ def format_report(report: BenchReport) -> str:
         lines.append("")
         lines.append(f"size {format_size_bytes(size)}   lower bound {bns / 1000:,.2f} us ({bname})")
         lines.append(
-            f"  {'algorithm':<13}{'time us':>14}{'busbw GB/s':>12}{'x bound':>9}{'vs best baseline':>18}"
+            f"  {'algorithm':<18}{'time us':>14}{'busbw GB/s':>12}{'x bound':>9}{'vs best baseline':>18}"
         )
         for r in report.rows:
             if r.size_bytes != size:
                 continue
             if r.error:
-                lines.append(f"  {r.algorithm:<13}{'-':>14}   ({r.error})")
+                lines.append(f"  {r.algorithm:<18}{'-':>14}   ({r.error})")
                 continue
             assert r.time_ns is not None and r.ratio is not None
             busbw = f"{r.busbw_gbps:.2f}" if r.busbw_gbps is not None else "-"
             speed = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
             lines.append(
-                f"  {r.algorithm:<13}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}{speed:>18}"
+                f"  {r.algorithm:<18}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}{speed:>18}"
             )
     lines.append("")
     lines.append(f"{report.seconds:.1f} s")

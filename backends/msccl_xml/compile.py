@@ -40,11 +40,19 @@ from mscclang_frontend.xml.options import XmlOptions
 
 
 def header(program: Program, options: XmlOptions) -> tuple[str, str]:
-    """The ``name`` and ``coll`` attributes; refuses a custom collective without ``coll``."""
+    """The ``name`` and ``coll`` attributes; refuses a custom collective, or one split into
+    process groups, without ``coll``."""
     c = program.collective
     name = options.name or program.name or c.name or c.kind.value
     if options.coll:
         return name, options.coll
+    if c.groups:
+        raise XmlExportError(
+            f"the program runs {c.kind.value} in {c.num_groups} process groups at once, and the "
+            f"MSCCL runtime would run it as one {c.kind.value} over all {c.num_ranks} ranks of "
+            "its communicator (a different result); name the runtime collective to run it "
+            f"as anyway (--coll, one of {', '.join(fmt.RUNTIME_COLL.values())})"
+        )
     if c.kind is CollectiveKind.CUSTOM:
         raise XmlExportError(
             f"the MSCCL runtime has no custom collectives: the program implements "
