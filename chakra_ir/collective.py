@@ -218,8 +218,13 @@ class Collective:
                 self.num_ranks
             ):
                 raise CollcError("a custom collective lists its buffers for every rank")
-            if self.inplace:
-                raise CollcError("custom collectives cannot run in place")
+            if self.inplace and any(
+                len(i) != len(o) for i, o in zip(self.custom_input, self.custom_output, strict=True)
+            ):
+                raise CollcError(
+                    "an in-place custom collective aliases output slot j to input slot j, so "
+                    "every rank's input and output must have the same size"
+                )
         if self.groups:
             self._check_groups()
 
@@ -408,11 +413,16 @@ def custom_collective(
     inputs: Iterable[Sequence[Contents | None]],
     outputs: Iterable[Sequence[Contents | None]],
     name: str = "custom",
+    inplace: bool = False,
 ) -> Collective:
-    """A collective defined by explicit per-rank buffers (MSCCLang's custom collectives)."""
+    """A collective defined by explicit per-rank buffers (MSCCLang's custom collectives).
+
+    In place, output slot j of each rank is input slot j (the sizes must agree).
+    """
     return Collective(
         CollectiveKind.CUSTOM,
         num_ranks,
+        inplace=inplace,
         name=name,
         custom_input=tuple(tuple(x) for x in inputs),
         custom_output=tuple(tuple(x) for x in outputs),

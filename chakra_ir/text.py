@@ -184,6 +184,7 @@ def parse_program(text: str, file: str = "<text>") -> Program:
                 kind,
                 int(head["ranks"]),
                 int(head["chunks"]),
+                bool(int(head["inplace"])),
                 placement=placement,
                 name=head.get("name", ""),
                 custom_input=tuple(tuple(x) for x in pre),

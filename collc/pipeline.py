@@ -487,7 +487,7 @@ def import_xml(
     root: int | None = None,
 ) -> Result:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified result."""
-    from mscclang_frontend.xml import read_xml
+    from mscclang_frontend.xml import locate_xml_error, read_xml
 
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -496,7 +496,10 @@ def import_xml(
     o = imported.options
     msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name}
     extra = {"source": str(path), "msccl": msccl, "notes": list(imported.notes)}
-    return _adopt(imported.program, topology, size_bytes, "msccl-xml", seconds, extra)
+    try:
+        return _adopt(imported.program, topology, size_bytes, "msccl-xml", seconds, extra)
+    except VerifyError as e:
+        raise locate_xml_error(e, imported, path) from None
 
 
 def write(result: Result, out: Path | str) -> list[Path]:

@@ -12,6 +12,7 @@ output and the depth of calls are bounded (`Limits`), so a runaway program ends 
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import operator
 import types
@@ -40,13 +41,16 @@ from mscclang_frontend.msccl_api import (
     ProgramState,
 )
 from mscclang_frontend.values import (
+    EXCEPTION_NAMES,
     ApiError,
     BoundMethod,
     Builtin,
     BuiltinClass,
     ContextValue,
+    ExceptionValue,
     Namespace,
     SuperProxy,
+    Unavailable,
     UserClass,
     UserFunction,
     UserInstance,
@@ -103,7 +107,7 @@ _ITERABLE: tuple[type, ...] = (
 _CONTAINERS: tuple[type, ...] = (list, tuple, str, dict, range, *_DICT_VIEWS, *ITERABLE_TYPES)
 _SEQUENCES = (list, tuple, str)
 
-RECOGNISED_MODULES = ("argparse", "math", "msccl.language", "msccl.topologies")
+RECOGNISED_MODULES = ("argparse", "math", "msccl")
 
 
 class _Frame:
@@ -169,6 +173,7 @@ class Interpreter:
             N.ClassDef: self._s_class,
             N.With: self._s_with,
             N.Assert: self._s_assert,
+            N.Raise: self._s_raise,
             N.Import: self._s_import,
             N.ImportFrom: self._s_import_from,
         }
@@ -189,7 +194,10 @@ class Interpreter:
             N.TupleDisplay: self._e_tuple,
             N.DictDisplay: self._e_dict,
             N.SliceExpr: self._e_slice,
+            N.Comprehension: self._e_comprehension,
         }
+        for exc in EXCEPTION_NAMES:
+            self.builtins.setdefault(exc, Builtin(exc, _exception_maker(exc)))
 
     # ------------------------------------------------------------------------------ running
     def run(self, module: N.Module) -> None:
@@ -222,15 +230,21 @@ class Interpreter:
         mods["math"] = make_math(self)
         mods["argparse"] = make_argparse(self, argv)
         mods["__future__"] = Namespace("__future__", {"annotations": True})
-        lang = mods["msccl.language"]
-        topo = mods["msccl.topologies"]
-        for dotted, ns in list(mods.items()):
-            if dotted.startswith("msccl.language."):
-                lang.attrs.setdefault(dotted.rsplit(".", 1)[1], ns)
-            elif dotted.startswith("msccl.topologies."):
-                topo.attrs.setdefault(dotted.rsplit(".", 1)[1], ns)
-        mods["msccl"] = Namespace("msccl", {"language": lang, "topologies": topo})
+        mods["msccl"] = Namespace("msccl", {})
+        for dotted in sorted(mods, key=len):
+            if dotted.startswith("msccl."):
+                self._link_parent(mods, dotted)
         return mods
+
+    @staticmethod
+    def _link_parent(mods: dict[str, Namespace], dotted: str) -> None:
+        """Make ``dotted`` an attribute of its parent module (``msccl.language.buffer`` of
+        ``msccl.language``), creating empty parents on the way."""
+        parent, _, leaf = dotted.rpartition(".")
+        if parent not in mods:
+            mods[parent] = Namespace(parent, {})
+            Interpreter._link_parent(mods, parent)
+        mods[parent].attrs.setdefault(leaf, mods[dotted])
 
     # ------------------------------------------------------------------------------ guard
     def check_size(self, n: int, added: int | None = None) -> None:
@@ -421,6 +435,8 @@ class Interpreter:
         bases: list[UserClass | BuiltinClass] = []
         for b in s.bases:
             v = self.eval(b, frame)
+            if isinstance(v, Unavailable):
+                raise self.error(v.problem(), b)
             if not isinstance(v, UserClass | BuiltinClass):
                 raise self.error(
                     f"class {s.name} can derive only from Collective or classes of the program, "
@@ -476,13 +492,27 @@ class Interpreter:
             raise self.error(message, s)
         return NORMAL
 
+    def _s_raise(self, s: N.Raise, frame: _Frame) -> int:
+        if s.exc is None:
+            raise self.error("raise without an exception: there is nothing to re-raise", s)
+        v = self.eval(s.exc, frame)
+        if isinstance(v, Builtin) and v.name in EXCEPTION_NAMES:
+            v = ExceptionValue(v.name)
+        if not isinstance(v, ExceptionValue):
+            raise self.error(f"exceptions must be exceptions, not {type_name(v)}", s.exc)
+        raise self.error(f"the program raised {v}", s)
+
     def _module(self, name: str, node: N.Node | N.ImportName) -> Namespace:
         mod = self.modules.get(name)
+        if mod is None and name.startswith("msccl."):
+            # A module of msccl-tools collc does not model: importing it is fine (examples
+            # star-import modules they never use); its names are unavailable where used.
+            mod = self.modules[name] = Namespace(name, {})
+            self._link_parent(self.modules, name)
         if mod is None:
-            known = ", ".join(RECOGNISED_MODULES)
             raise self.source.error(
-                f"module '{name}' is not available in MSCCLang programs (collc provides {known} "
-                "and their submodules)",
+                f"module '{name}' is not available in MSCCLang programs (collc provides "
+                "argparse, math and msccl-tools' msccl package)",
                 node.line,
                 node.col,
             )
@@ -507,6 +537,9 @@ class Interpreter:
             return NORMAL
         for n in s.names:
             if n.name not in mod.attrs:
+                if s.module == "msccl" or s.module.startswith("msccl."):
+                    frame.locals[n.asname or n.name] = Unavailable(n.name, s.module)
+                    continue
                 raise self.source.error(
                     f"cannot import name '{n.name}' from '{s.module}'", n.line, n.col
                 )
@@ -618,7 +651,18 @@ class Interpreter:
         b = self.builtins
         if name in b:
             return b[name]
-        raise self.error(f"name '{name}' is not defined", node)
+        raise self.error(f"name '{name}' is not defined{self._did_you_mean(name, frame)}", node)
+
+    def _did_you_mean(self, name: str, frame: _Frame) -> str:
+        """`` (did you mean 'x'?)`` naming the closest visible name, or nothing."""
+        seen: set[str] = set(frame.locals)
+        for scope in frame.closure:
+            seen.update(scope)
+        seen.update(self.globals)
+        seen.update(self.builtins)
+        seen.discard(name)
+        close = difflib.get_close_matches(name, sorted(seen), n=1, cutoff=0.75)
+        return f" (did you mean '{close[0]}'?)" if close else ""
 
     def _e_fstring(self, node: N.FString, frame: _Frame) -> object:
         out: list[str] = []
@@ -665,6 +709,8 @@ class Interpreter:
 
     def get_attr(self, obj: object, name: str) -> object:
         """``obj.name`` as a program sees it; ApiError when there is no such attribute."""
+        if isinstance(obj, Unavailable):
+            raise ApiError(obj.problem())
         if isinstance(obj, UserInstance):
             if name in obj.attrs:
                 return obj.attrs[name]
@@ -699,6 +745,8 @@ class Interpreter:
         if isinstance(obj, Namespace):
             if name in obj.attrs:
                 return obj.attrs[name]
+            if obj.kind == "module" and obj.name.split(".")[0] == "msccl":
+                return Unavailable(name, obj.name)
             if obj.kind == "module":
                 raise ApiError(f"module '{obj.name}' has no attribute '{name}'")
             raise ApiError(
@@ -823,6 +871,8 @@ class Interpreter:
             raise self.error(
                 f"{fn.name} is a base class: derive a class from it and create that", node
             )
+        if isinstance(fn, Unavailable):
+            raise self.error(fn.problem(), node)
         raise self.error(f"'{type_name(fn)}' object is not callable", node)
 
     def _instantiate(
@@ -1054,6 +1104,49 @@ class Interpreter:
             return self.eval(node.body, frame)
         return self.eval(node.orelse, frame)
 
+    def _e_comprehension(self, node: N.Comprehension, frame: _Frame) -> object:
+        """A comprehension in its own scope; a generator expression is built at once."""
+        inner = _Frame({}, (frame.locals, *frame.closure), None, frame.function, "function")
+        items: list[object] = []
+        pairs: dict[object, object] = {}
+
+        def emit() -> None:
+            if node.key is not None:
+                key = self.eval(node.key, inner)
+                try:
+                    if key not in pairs:
+                        self.check_size(len(pairs) + 1, 1)
+                    pairs[key] = self.eval(node.elt, inner)
+                except TypeError:
+                    raise self.error(f"unhashable type: '{type_name(key)}'", node.key) from None
+            else:
+                items.append(self.eval(node.elt, inner))
+                self.check_size(len(items), 1)
+
+        def run(k: int) -> None:
+            if k == len(node.clauses):
+                emit()
+                return
+            clause = node.clauses[k]
+            if isinstance(clause, N.CompFor):
+                value = self.eval(clause.iter, inner if k else frame)
+                try:
+                    it = self._iter(value)
+                except ApiError as e:
+                    raise self.error(e.message, clause.iter) from None
+                for item in it:
+                    self._charge()
+                    self.assign(clause.target, item, inner)
+                    run(k + 1)
+            elif self.truth(self.eval(clause, inner), clause):
+                run(k + 1)
+
+        try:
+            run(0)
+        except ApiError as e:
+            raise self.error(e.message, node) from None
+        return pairs if node.key is not None else items
+
     def _e_list(self, node: N.ListDisplay, frame: _Frame) -> object:
         return [self.eval(e, frame) for e in node.items]
 
@@ -1078,6 +1171,13 @@ class _Missing:
 
 _MISSING: Any = _Missing()
 _NO_DEFAULT: Any = _Missing()
+
+
+def _exception_maker(name: str) -> Callable[..., ExceptionValue]:
+    def make(*args: object) -> ExceptionValue:
+        return ExceptionValue(name, args)
+
+    return make
 
 
 def _bind(method: Callable[..., Any], obj: object) -> Callable[..., Any]:

@@ -16,7 +16,8 @@ class Limits:
     """``max_steps``: statements, calls and loop iterations; ``max_collection``: elements of
     one list, tuple, dict or string; ``max_alloc``: elements created by all of them together;
     ``max_call_depth``: nested calls of the program's functions; ``max_output``: characters
-    printed; ``max_int_bits``: size of integers; ``api``: ranks, buffer slots, instances and
+    printed; ``max_int_bits``: size of integers; ``max_source_bytes``/``max_tokens``: size of the
+    program text, checked before it is parsed; ``api``: ranks, buffer slots, instances and
     recorded operations.
     """
 
@@ -26,4 +27,6 @@ class Limits:
     max_call_depth: int = 64
     max_output: int = 16 << 20
     max_int_bits: int = 1 << 16
+    max_source_bytes: int = 1 << 20
+    max_tokens: int = 200_000
     api: ApiLimits = field(default_factory=ApiLimits)

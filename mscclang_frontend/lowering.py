@@ -22,6 +22,7 @@ the failing operation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from chakra_ir.collective import Buffer as IRBuffer
@@ -44,6 +45,7 @@ from mscclang_frontend.msccl_api import (
     ThreadblockPolicy,
     slot_contents,
 )
+from mscclang_frontend.xml.collective import run_symbolically
 from topologies.errors import CollcError, SourcePos
 
 
@@ -235,7 +237,9 @@ def _collective(state: ProgramState, layout: _Layout, source: Source) -> Collect
         pre, post = _custom_conditions(state)
         if n > 1:
             pre, post = _replicate(pre, post, layout)
-        return custom_collective(state.num_ranks, pre, post, name=_name(state.coll_name))
+        return custom_collective(
+            state.num_ranks, pre, post, name=_name(state.coll_name), inplace=state.alias_output
+        )
     if n == 1:
         return base
     candidate = Collective(base.kind, base.num_ranks, base.chunks_per_rank * n, base.inplace)
@@ -262,16 +266,11 @@ def _collective(state: ProgramState, layout: _Layout, source: Source) -> Collect
     return custom_collective(base.num_ranks, pre, post, name=f"{state.coll_name}-blocked")
 
 
-def lower(
-    state: ProgramState, source: Source, stdout: str = "", xml_requested: bool = False
-) -> CompiledProgram:
-    """The verified Program of a finished (or, for ``XML()``, running) MSCCLProgram.
-
-    Raises `CompileError` at the recording call's line when the program does not verify.
-    """
+def _build(
+    state: ProgramState, collective: Collective, layout: _Layout, source: Source
+) -> tuple[Program, list[list[tuple[int, int]]]]:
+    """The Program of the recorded operations (replicated) for ``collective``."""
     n = state.instances
-    layout = _Layout(state)
-    collective = _collective(state, layout, source)
     builder = ProgramBuilder(collective, auto_deps=True, name=state.name)
     manual = state.threadblock_policy is ThreadblockPolicy.manual
     max_channels = max((op.ch for op in state.ops), default=-1) + 1
@@ -311,10 +310,65 @@ def lower(
                     hints=hints(op, op.recvtb, i),
                 )
                 sites[op.dst_rank].append(site)
-        program = builder.build()
+        return builder.build(), sites
     except CollcError as e:
         line, col = state.position
         raise source.error(e.message, line, col) from None
+
+
+def _as_custom(
+    state: ProgramState, standard: Collective, layout: _Layout, source: Source
+) -> Collective:
+    """The custom collective whose postcondition is what the program computes from the
+    standard collective's input (``--as-custom``)."""
+    line, col = state.position
+    inplace = standard.inplace
+    sizes = [(standard.input_chunks(r), standard.output_chunks(r)) for r in range(state.num_ranks)]
+    if inplace and (standard.kind is not CollectiveKind.ALLREDUCE or any(i != o for i, o in sizes)):
+        raise source.error(
+            f"an in-place {state.coll_name} aliases slots at per-rank offsets, which a custom "
+            "collective cannot express; --as-custom takes out-of-place programs and in-place "
+            "all-reduces",
+            line,
+            col,
+        )
+    pre = [standard.initial_input(r) for r in range(state.num_ranks)]
+    blank = custom_collective(
+        state.num_ranks, pre, [[None] * o for _, o in sizes], name="custom", inplace=inplace
+    )
+    program, _ = _build(state, blank, layout, source)
+    try:
+        post = run_symbolically(program)
+    except CollcError as e:
+        raise source.error(
+            f"--as-custom: the program's result cannot be computed: {e.message}", line, col
+        ) from None
+    return custom_collective(
+        state.num_ranks, pre, post, name=_name(state.name or state.coll_name), inplace=inplace
+    )
+
+
+def lower(
+    state: ProgramState,
+    source: Source,
+    stdout: str = "",
+    xml_requested: bool = False,
+    *,
+    as_custom: bool = False,
+) -> CompiledProgram:
+    """The verified Program of a finished (or, for ``XML()``, running) MSCCLProgram.
+
+    With ``as_custom`` a program over a standard collective becomes a custom collective
+    whose postcondition is what the program computes (for programs that compute something
+    else, whose ``Check()`` would fail). Raises `CompileError` at the recording call's line
+    when the program does not verify; a program that never called ``Check()`` and computes
+    something else is told about ``--as-custom``.
+    """
+    layout = _Layout(state)
+    collective = _collective(state, layout, source)
+    if as_custom and collective.kind is not CollectiveKind.CUSTOM:
+        collective = _as_custom(state, collective, layout, source)
+    program, sites = _build(state, collective, layout, source)
     compiled = CompiledProgram(
         program,
         state.name,
@@ -332,5 +386,36 @@ def lower(
         if pos is None:
             line, col = state.position
             pos = source.pos(line, col)
-        raise CompileError(f"the compiled program does not verify: {e.message}", pos) from None
+        message = _logical_indices(e.message, state, layout)
+        hint = ""
+        if e.check == "semantics" and not state.check_called and state.base is not None:
+            hint = (
+                f" (the program never calls Check(), so it may compute something other than "
+                f"{state.coll_name}; --as-custom compiles it as a custom collective whose "
+                "postcondition is what it computes)"
+            )
+        raise CompileError(f"the compiled program does not verify: {message}{hint}", pos) from None
     return compiled
+
+
+_SLOT = re.compile(r"\b(input|output)\[(\d+)\]")
+
+
+def _logical_indices(message: str, state: ProgramState, layout: _Layout) -> str:
+    """``message`` with replicated input/output indices named as the program wrote them:
+    with 4 instances, ``output[9]`` is the program's ``output[2]`` in instance 1."""
+    n = state.instances
+    if n == 1:
+        return message
+
+    def name(m: re.Match[str]) -> str:
+        index = int(m.group(2))
+        if layout.interleaved:
+            slot, inst = divmod(index, n)
+        else:
+            sizes = state.in_sizes if m.group(1) == "input" else state.out_sizes
+            length = max(sizes, default=0) or 1
+            inst, slot = divmod(index, length)
+        return f"{m.group(1)}[{slot}] (instance {inst} of {n})"
+
+    return _SLOT.sub(name, message)

@@ -26,6 +26,7 @@ from mscclang_frontend.values import (
     BuiltinClass,
     ContextValue,
     Namespace,
+    Unavailable,
     UserInstance,
     type_name,
 )
@@ -449,7 +450,11 @@ class Ref:
             if idx == -1:
                 raise ApiError(f"copy() into {buffer!r} needs an index", "index")
             prog.check_range(d, buffer, idx, size, "index")
-            key, idx = prog.physical(d, buffer, idx)
+            # MSCCLang resolves the alias with the *sending* rank's offset (its copy() calls
+            # collective.get_buffer_index(self.rank, ...)): in an in-place all-gather,
+            # ``c.copy(r2, Buffer.input, j)`` from rank r1 lands in r2's output[r1 * cf + j].
+            key, idx = prog.physical(self.rank, buffer, idx)
+            prog.check_range(d, key, idx, size, "index")
         else:
             key = prog.scratch_key(buffer, "buffer")
             if idx == -1:
@@ -536,7 +541,7 @@ class ProgramState(ContextValue):
         api: MscclApi,
         name: str,
         topo: Topology,
-        collective: BuiltinCollective | UserInstance,
+        collective: BuiltinCollective | SendRecvCollective | UserInstance,
         instances: int,
         protocol: str,
         threadblock_policy: ThreadblockPolicy,
@@ -564,9 +569,15 @@ class ProgramState(ContextValue):
         self.position = api.runtime.call_position()
         self.base: Collective | None = None
         self.custom_output: list[list[Slot]] | None = None
+        self.expected: list[list[Slot]] | None = None
+        self.alias_output = False
+        self.check_called = False
+        self.initial_input: list[list[Slot]] = []
         self.buffers: list[dict[object, list[Slot]]] = []
         if isinstance(collective, BuiltinCollective):
             self._init_builtin(collective)
+        elif isinstance(collective, SendRecvCollective):
+            self._init_send_recv(collective)
         else:
             self._init_custom(collective)
 
@@ -613,6 +624,31 @@ class ProgramState(ContextValue):
                     bufs[BufferName.input] = []
             self.buffers.append(bufs)
 
+    def _init_send_recv(self, c: SendRecvCollective) -> None:
+        if self.num_ranks != 2:
+            raise ApiError(f"SendRecv has 2 ranks but the topology has {self.num_ranks} nodes", 2)
+        cf = c.chunk_factor
+        self.kind = CollectiveKind.CUSTOM
+        self.chunk_factor = cf
+        # In place, msccl-tools' SendRecv aliases output slot j to input slot j.
+        self.inplace = c.inplace
+        self.alias_output = c.inplace
+        self.coll_name = c.name
+        self.in_sizes = [cf, cf]
+        self.out_sizes = [cf, cf]
+        pre: list[list[Slot]] = [[Chunk(r, i) for i in range(cf)] for r in range(2)]
+        post: list[list[Slot]] = [[Chunk(1 - r, i) for i in range(cf)] for r in range(2)]
+        self.initial_input = pre
+        self.custom_output = post
+        self.expected = [list(o) for o in post]
+        self.buffers = [
+            {
+                BufferName.input: list(self.initial_input[r]),
+                BufferName.output: [] if c.inplace else [None] * cf,
+            }
+            for r in range(2)
+        ]
+
     def _init_custom(self, inst: UserInstance) -> None:
         rt = self.api.runtime
         attrs = inst.attrs
@@ -627,12 +663,19 @@ class ProgramState(ContextValue):
             raise ApiError(
                 f"the collective has {n} ranks but the topology has {self.num_ranks} nodes", 2
             )
-        if attrs.get("inplace"):
-            raise ApiError("custom collectives cannot run in place in collc", 2)
+        if attrs.get("inplace") and inst.cls.overrides("get_buffer_index"):
+            raise ApiError(
+                f"{inst.cls.name} defines get_buffer_index: collc runs custom collectives in "
+                "place with msccl-tools' default (the input and output stay apart) only",
+                2,
+            )
         self.kind = CollectiveKind.CUSTOM
         cf = attrs.get("chunk_factor", 1)
         self.chunk_factor = cf if isinstance(cf, int) and not isinstance(cf, bool) else 1
-        self.inplace = False
+        # msccl-tools runs a custom collective in place with the aliases its class's
+        # get_buffer_index defines; Collective's default defines none, so the input and the
+        # output stay apart exactly as out of place (the flag only marks the XML header).
+        self.inplace = bool(attrs.get("inplace"))
         name = attrs.get("name", "custom")
         self.coll_name = name if isinstance(name, str) and name else "custom"
         result = rt.call(rt.get_attr(inst, "init_buffers"), [], {})
@@ -645,7 +688,7 @@ class ProgramState(ContextValue):
         self.in_sizes = []
         self.out_sizes = []
         self.custom_output = []
-        self.initial_input: list[list[Slot]] = []
+        self.initial_input = []
         total = 0
         for r, bufs in enumerate(result):
             if not isinstance(bufs, dict):
@@ -756,6 +799,8 @@ class ProgramState(ContextValue):
 
     def physical(self, rank: int, key: object, index: int) -> tuple[object, int]:
         """The storage slot behind a logical input/output slot (in-place aliasing)."""
+        if self.alias_output and key is BufferName.output:
+            return BufferName.input, index
         if self.base is None or not self.inplace or not isinstance(key, BufferName):
             return key, index
         if key is BufferName.scratch:
@@ -838,6 +883,9 @@ class ProgramState(ContextValue):
     # -- Check -----------------------------------------------------------------------------------
     def check(self) -> bool:
         rt = self.api.runtime
+        self.check_called = True
+        if self.expected is not None:
+            return self._check_expected(self.expected)
         if self.base is None:
             assert isinstance(self.collective, UserInstance)
             result = rt.call(rt.get_attr(self.collective, "check"), [self], {})
@@ -858,6 +906,27 @@ class ProgramState(ContextValue):
                 if have != want:
                     line = (
                         f"Rank {r} chunk {j} is incorrect: expected {describe(want)}, "
+                        f"found {describe(have)}"
+                    )
+                    rt.write(line + "\n")
+                    wrong.append(line)
+        if wrong:
+            raise ApiError(
+                f"Check() failed: {len(wrong)} output chunk{'s' if len(wrong) > 1 else ''} "
+                f"wrong; first: {wrong[0][0].lower()}{wrong[0][1:]}"
+            )
+        return True
+
+    def _check_expected(self, expected: list[list[Slot]]) -> bool:
+        rt = self.api.runtime
+        wrong: list[str] = []
+        for r in range(self.num_ranks):
+            outputs = self.logical_slots(r, BufferName.output)
+            for j, want in enumerate(expected[r]):
+                have = slot_contents(outputs[j])
+                if want is not None and have != want.contents:
+                    line = (
+                        f"Rank {r} chunk {j} is incorrect: expected {_describe_slot(want)}, "
                         f"found {describe(have)}"
                     )
                     rt.write(line + "\n")
@@ -911,7 +980,7 @@ class MscclApi:
             raise ApiError(f"the program name must be a string, got {type_name(name)}", 0)
         if not isinstance(topo, Topology):
             raise ApiError(f"expected a topology, got {type_name(topo)}", 1)
-        if not isinstance(collective, BuiltinCollective) and not (
+        if not isinstance(collective, BuiltinCollective | SendRecvCollective) and not (
             isinstance(collective, UserInstance) and collective.cls.derives_from(COLLECTIVE_BASE)
         ):
             raise ApiError(
@@ -994,12 +1063,12 @@ class MscclApi:
 
         return make
 
-    def topology_builder(self, kind: str) -> Callable[[object], Topology]:
+    def topology_builder(self, kind: str) -> Callable[..., Topology]:
         limits = self.limits
 
-        def make(num_nodes: object) -> Topology:
+        def make(num_nodes: object, non_blocking: object = True) -> Topology:
             n = _topology_size(num_nodes, limits)
-            if kind == "fully_connected":
+            if kind in ("fully_connected", "hub_and_spoke"):
                 return Topology(kind, n, lambda s, d: 1.0 if s != d else 0.0)
             if kind == "ring":
                 return Topology(
@@ -1012,30 +1081,43 @@ class MscclApi:
         return make
 
     def modules(self) -> dict[str, Namespace]:
-        """The importable ``msccl`` modules, by dotted name."""
+        """The importable ``msccl`` modules, by dotted name.
+
+        Names msccl-tools defines but collc does not provide are `Unavailable`: importing them
+        works, using them is an error at the use.
+        """
+        from mscclang_frontend.msccl_topologies import topology_modules
+
         buffer = Namespace("Buffer", {b.name: b for b in BufferName}, "enum")
         policy = Namespace("ThreadblockPolicy", {p.name: p for p in ThreadblockPolicy}, "enum")
-        colls = {
+        colls: dict[str, object] = {
             "AllReduce": Builtin("AllReduce", self.builtin_collective(CollectiveKind.ALLREDUCE)),
             "AllGather": Builtin("AllGather", self.builtin_collective(CollectiveKind.ALLGATHER)),
             "ReduceScatter": Builtin(
                 "ReduceScatter", self.builtin_collective(CollectiveKind.REDUCE_SCATTER)
             ),
             "AllToAll": Builtin("AllToAll", self.builtin_collective(CollectiveKind.ALLTOALL)),
+            "SendRecv": Builtin("SendRecv", self.send_recv),
+            "Broadcast": Unavailable(
+                "Broadcast",
+                "msccl.language.collectives",
+                "msccl-tools' Broadcast fills every rank's input with the root's chunks and "
+                "checks rank 0 only",
+            ),
             "Collective": COLLECTIVE_BASE,
         }
         chunks = {
             "Chunk": Builtin("Chunk", _make_chunk),
             "ReduceChunk": Builtin("ReduceChunk", _make_reduce_chunk),
         }
-        topos = {
+        generic = {
             "Topology": Builtin("Topology", _user_topology),
-            "fully_connected": Builtin("fully_connected", self.topology_builder("fully_connected")),
-            "ring": Builtin("ring", self.topology_builder("ring")),
-            "line": Builtin("line", self.topology_builder("line")),
-            "star": Builtin("star", self.topology_builder("star")),
+            **{
+                k: Builtin(k, self.topology_builder(k))
+                for k in ("fully_connected", "ring", "line", "star", "hub_and_spoke")
+            },
         }
-        language = {
+        language: dict[str, object] = {
             "MSCCLProgram": Builtin("MSCCLProgram", self.msccl_program),
             "chunk": Builtin("chunk", self.chunk),
             "Check": Builtin("Check", self.check),
@@ -1045,24 +1127,82 @@ class MscclApi:
             **colls,
             **chunks,
         }
-        mods = {
-            "msccl.language": Namespace("msccl.language", language),
-            "msccl.language.collectives": Namespace(
-                "msccl.language.collectives", {**colls, **chunks, "Buffer": buffer}
-            ),
-            "msccl.language.types": Namespace(
-                "msccl.language.types",
-                {"Buffer": buffer, "ThreadblockPolicy": policy, **chunks},
-            ),
-            "msccl.language.chunk": Namespace("msccl.language.chunk", dict(chunks)),
-            "msccl.language.buffer": Namespace("msccl.language.buffer", {"Buffer": buffer}),
-            "msccl.topologies": Namespace("msccl.topologies", dict(topos)),
-            "msccl.topologies.generic": Namespace("msccl.topologies.generic", dict(topos)),
-            "msccl.topologies.topology": Namespace(
-                "msccl.topologies.topology", {"Topology": topos["Topology"]}
-            ),
+        for name in _LANGUAGE_UNAVAILABLE:
+            language.setdefault(name, Unavailable(name, "msccl.language"))
+        tables: dict[str, dict[str, object]] = {
+            "msccl.language": language,
+            "msccl.language.collectives": {**colls, **chunks, "Buffer": buffer},
+            "msccl.language.types": {"Buffer": buffer, "ThreadblockPolicy": policy, **chunks},
+            "msccl.language.chunk": dict(chunks),
+            "msccl.language.buffer": {"Buffer": buffer},
+            "msccl.language.ir": {"Buffer": buffer},
+            "msccl.collectives": {
+                n: Unavailable(n, "msccl.collectives", "it belongs to msccl-tools' synthesizer")
+                for n in _SCCL_COLLECTIVES
+            },
+            **topology_modules(generic, self.limits),
         }
-        return mods
+        return {k: Namespace(k, v) for k, v in tables.items()}
+
+    def send_recv(
+        self, num_ranks: object, chunk_factor: object, inplace: object
+    ) -> SendRecvCollective:
+        """msccl-tools' ``SendRecv``: two ranks swap their ``chunk_factor`` input chunks."""
+        n = as_int(num_ranks, "num_ranks", 0, minimum=1)
+        if n != 2:
+            raise ApiError(f"SendRecv has exactly 2 ranks, got {n}", 0)
+        cf = as_int(chunk_factor, "chunk_factor", 1, minimum=1)
+        if cf > self.limits.max_buffer_slots:
+            raise ApiError("chunk_factor is too large", 1)
+        return SendRecvCollective(cf, as_bool(inplace, "inplace", 2))
+
+
+class SendRecvCollective:
+    """msccl-tools' ``SendRecv``: rank r's output slot c must end with input slot c of rank
+    1 - r; in place the output aliases the input slot for slot."""
+
+    num_ranks = 2
+    name = "sendrecv"
+
+    def __init__(self, chunk_factor: int, inplace: bool) -> None:
+        self.chunk_factor = chunk_factor
+        self.inplace = inplace
+
+    def __repr__(self) -> str:
+        return f"SendRecv(2, {self.chunk_factor}, {self.inplace})"
+
+
+_LANGUAGE_UNAVAILABLE = (
+    "Print",
+    "create_scratch",
+    "rank",
+    "ReplicationPolicy",
+    "MSCCLPPProgram",
+    "ChannelType",
+    "Instruction",
+    "ChunkInstruction",
+)
+"""msccl-tools' ``msccl.language`` names that collc does not provide."""
+
+_SCCL_COLLECTIVES = (
+    "Chunk",
+    "Collective",
+    "build_collective",
+    "broadcast",
+    "scatter",
+    "gather",
+    "allgather",
+    "alltoall",
+    "reduce",
+    "allreduce",
+    "reduce_scatter",
+    "scan",
+    "multiroot_broadcast",
+    "multiroot_scatter",
+    "multiroot_gather",
+)
+"""What ``from msccl.collectives import *`` binds in msccl-tools (its synthesizer's
+collectives, unrelated to MSCCLang's)."""
 
 
 def _make_chunk(
@@ -1114,6 +1254,7 @@ EXPOSED: dict[type, frozenset[str]] = {
     ReduceChunk: frozenset({"creation_rank", "chunks"}),
     Topology: frozenset({"name", "num_nodes", "link", "links"}),
     BuiltinCollective: frozenset({"num_ranks", "chunk_factor", "inplace", "name"}),
+    SendRecvCollective: frozenset({"num_ranks", "chunk_factor", "inplace", "name"}),
     ProgramState: frozenset(
         {
             "name",

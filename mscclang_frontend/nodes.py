@@ -122,6 +122,25 @@ class IfExp(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class CompFor:
+    """One ``for target in iter`` clause of a comprehension."""
+
+    target: Expr
+    iter: Expr
+
+
+@dataclass(slots=True, eq=False)
+class Comprehension(Expr):
+    """``[elt ...]`` (kind "list"), ``{key: elt ...}`` ("dict") or ``(elt ...)`` ("gen",
+    evaluated at once into a list); ``clauses`` are `CompFor` and ``if`` conditions."""
+
+    kind: str
+    elt: Expr
+    key: Expr | None
+    clauses: list[CompFor | Expr]
+
+
+@dataclass(slots=True, eq=False)
 class ListDisplay(Expr):
     items: list[Expr]
 
@@ -236,6 +255,13 @@ class WithItem:
 class With(Stmt):
     items: list[WithItem]
     body: list[Stmt]
+
+
+@dataclass(slots=True, eq=False)
+class Raise(Stmt):
+    """``raise`` (``exc`` None: re-raise, which has nothing to re-raise without ``try``)."""
+
+    exc: Expr | None
 
 
 @dataclass(slots=True, eq=False)

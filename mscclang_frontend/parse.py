@@ -57,6 +57,8 @@ class _Indenter(PostLex):
     """
 
     always_accept = ("_NEWLINE",)
+    max_tokens = 1 << 62
+    """Set by `parse_program` for one parse: more tokens than this is an error."""
     _OPEN: ClassVar[dict[str, str]] = {"(": ")", "[": "]", "{": "}"}
     _CLOSE: ClassVar[dict[str, str]] = {")": "(", "]": "[", "}": "{"}
 
@@ -65,7 +67,17 @@ class _Indenter(PostLex):
         opens: list[Token] = []
         pending: Token | None = None
         last: Token | None = None
+        count = 0
+        limit = self.max_tokens
         for tok in stream:
+            count += 1
+            if count > limit:
+                raise _SyntaxProblem(
+                    f"the program has more than {limit:,} tokens (raise the limit with "
+                    "--max-tokens)",
+                    tok.line or 0,
+                    tok.column or 0,
+                )
             if tok.type == "_NEWLINE":
                 if not opens:
                     pending = tok
@@ -368,7 +380,8 @@ class _Builder(Transformer_NonRecursive[Token, Any]):
         return N.Return(line, col, children[0] if children else None)
 
     def raise_stmt(self, meta: Any, children: list[Any]) -> N.Stmt:
-        return self._stmt_reject(meta, "raise statements are")
+        line, col = _pos(meta)
+        return N.Raise(line, col, children[0] if children else None)
 
     def global_stmt(self, meta: Any, children: list[Any]) -> N.Stmt:
         return self._stmt_reject(meta, "global statements are")
@@ -670,7 +683,7 @@ class _Builder(Transformer_NonRecursive[Token, Any]):
     def genexp_argument(
         self, meta: Any, children: list[Any]
     ) -> tuple[list[N.Expr], list[N.Keyword]]:
-        return [self._reject(meta, "generator expressions are")], []
+        return [self._comprehension(meta, "gen", None, children[0], children[1])], []
 
     def kwarg(self, meta: Any, children: list[Any]) -> N.Keyword:
         line, col = _pos(meta)
@@ -903,23 +916,39 @@ class _Builder(Transformer_NonRecursive[Token, Any]):
     def set_display(self, meta: Any, children: list[Any]) -> N.Expr:
         return self._reject(meta, "set displays are")
 
+    def _comprehension(
+        self, meta: Any, kind: str, key: N.Expr | None, elt: N.Expr, clauses: Any
+    ) -> N.Expr:
+        line, col = _pos(meta)
+        if isinstance(clauses, _Unsupported):
+            return clauses
+        return N.Comprehension(line, col, kind, elt, key, list(clauses))
+
     def genexp(self, meta: Any, children: list[Any]) -> N.Expr:
-        return self._reject(meta, "generator expressions are")
+        return self._comprehension(meta, "gen", None, children[0], children[1])
 
     def listcomp(self, meta: Any, children: list[Any]) -> N.Expr:
-        return self._reject(meta, "list comprehensions are")
+        return self._comprehension(meta, "list", None, children[0], children[1])
 
     def dictcomp(self, meta: Any, children: list[Any]) -> N.Expr:
-        return self._reject(meta, "dict comprehensions are")
+        return self._comprehension(meta, "dict", children[0], children[1], children[2])
 
     def setcomp(self, meta: Any, children: list[Any]) -> N.Expr:
         return self._reject(meta, "set comprehensions are")
 
-    def comp_for(self, meta: Any, children: list[Any]) -> None:
-        return None
+    def comp_for(self, meta: Any, children: list[Any]) -> list[N.CompFor | N.Expr] | N.Expr:
+        if children and isinstance(children[0], Token):
+            return self._reject(meta, "async comprehensions are")
+        rest = children[2] if len(children) > 2 else []
+        if isinstance(rest, _Unsupported):
+            return rest
+        return [N.CompFor(self._target(children[0]), children[1]), *rest]
 
-    def comp_if(self, meta: Any, children: list[Any]) -> None:
-        return None
+    def comp_if(self, meta: Any, children: list[Any]) -> list[N.CompFor | N.Expr] | N.Expr:
+        rest = children[1] if len(children) > 1 else []
+        if isinstance(rest, _Unsupported):
+            return rest
+        return [children[0], *rest]
 
     def star_expr(self, meta: Any, children: list[Any]) -> N.Expr:
         return self._reject(meta, "starred expressions (*x) are")
@@ -1124,10 +1153,12 @@ def _fields(node: object) -> list[object]:
     return []
 
 
-def parse_program(text: str, filename: str = "<program>") -> N.Module:
+def parse_program(text: str, filename: str = "<program>", *, max_tokens: int = 1 << 62) -> N.Module:
     """Parse MSCCLang source into a `nodes.Module`; raise `CompileError` with a position.
 
-    Carriage returns before line feeds are dropped; a missing final newline is fine.
+    Carriage returns before line feeds are dropped; a missing final newline is fine. A
+    program of more than ``max_tokens`` tokens is refused at the first token past the limit,
+    before its tree is built.
     """
     text = text.replace("\r\n", "\n")
     source = Source(text, filename)
@@ -1137,11 +1168,17 @@ def parse_program(text: str, filename: str = "<program>") -> N.Module:
     _check_first_line(source)
     parser = _parser()
     builder = _Builder(parser, source)
+    postlex = parser.options.postlex
+    assert isinstance(postlex, _Indenter)
     try:
+        postlex.max_tokens = max_tokens
         tree = parser.parse(text, start="file_input")
+        postlex.max_tokens = _Indenter.max_tokens
         body = builder.transform(tree)
     except (LarkError, _SyntaxProblem, RecursionError) as exc:
         raise _translate(exc, source, parser) from None
+    finally:
+        postlex.max_tokens = _Indenter.max_tokens
     if builder.unsupported:
         line, col, message = min(builder.unsupported)
         raise source.error(message, line, col)

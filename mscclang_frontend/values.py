@@ -96,6 +96,10 @@ class UserClass:
     def derives_from(self, other: UserClass | BuiltinClass) -> bool:
         return other in self.mro()
 
+    def overrides(self, name: str) -> bool:
+        """Whether a class of the program on the way to the builtin bases defines ``name``."""
+        return any(isinstance(c, UserClass) and name in c.namespace for c in self.mro())
+
 
 @dataclass(eq=False)
 class UserInstance:
@@ -186,3 +190,52 @@ def type_name(v: object) -> str:
     if v is None:
         return "NoneType"
     return type(v).__name__
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A name a program imported from msccl-tools that collc does not provide.
+
+    Importing it is fine (msccl-tools' examples star-import modules they never use); calling
+    it, reading its attributes or computing with it is an error at that use.
+    """
+
+    name: str
+    module: str
+    why: str = ""
+
+    def problem(self) -> str:
+        """The one-line message for a use of this name."""
+        why = f": {self.why}" if self.why else ""
+        return f"'{self.name}' (from {self.module}) is not provided by collc{why}"
+
+    def __repr__(self) -> str:
+        return f"<unavailable {self.module}.{self.name}>"
+
+
+@dataclass(frozen=True)
+class ExceptionValue:
+    """An exception a program created (``ValueError("...")``) to ``raise``: collc programs
+    have no ``try``, so raising one ends the compilation with its message."""
+
+    name: str
+    args: tuple[object, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.args:
+            return self.name
+        text = str(self.args[0]) if len(self.args) == 1 else str(self.args)
+        return f"{self.name}: {text}"
+
+
+EXCEPTION_NAMES = (
+    "Exception",
+    "RuntimeError",
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "AssertionError",
+    "NotImplementedError",
+)
+"""The exception classes programs may raise."""

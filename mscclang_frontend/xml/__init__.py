@@ -8,7 +8,8 @@ from the header. The format facts and `XmlOptions` live here too, so the writer
 """
 
 from mscclang_frontend.xml.errors import XmlError
-from mscclang_frontend.xml.lower import ImportedProgram, read_xml
+from mscclang_frontend.xml.limits import XmlLimits
+from mscclang_frontend.xml.lower import ImportedProgram, locate_xml_error, read_xml
 from mscclang_frontend.xml.options import XmlOptions
 
-__all__ = ["ImportedProgram", "XmlError", "XmlOptions", "read_xml"]
+__all__ = ["ImportedProgram", "XmlError", "XmlLimits", "XmlOptions", "locate_xml_error", "read_xml"]

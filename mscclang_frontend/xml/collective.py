@@ -10,7 +10,9 @@ gather's the one that never sends (or the ``root`` the caller gives).
 When the named collective does not fit (an unknown or ``custom`` name, ``nchunksperloop`` not a
 multiple of ``ngpus``, steps touching slots outside the collective's buffers), a CUSTOM
 collective is derived where that is possible: every input slot starts with its own chunk and
-the postcondition is what symbolic execution of the program leaves in the output buffer.
+the postcondition is what symbolic execution of the program leaves in the output buffer. An
+in-place custom collective keeps its input and output apart, as msccl-tools models custom
+collectives (its ``Collective.get_buffer_index`` aliases nothing).
 """
 
 from __future__ import annotations
@@ -109,12 +111,6 @@ def derive_custom(
     algo: AlgoEl, build: Callable[[Collective], Program], why: str
 ) -> tuple[Collective, str]:
     """A CUSTOM collective whose postcondition is what the program computes; raises if none."""
-    if algo.inplace:
-        raise XmlError(
-            f"the XML does not describe a collective collc knows ({why}), and an in-place custom "
-            "collective cannot be derived",
-            algo.pos,
-        )
     sizes = [(g.i_chunks, g.o_chunks) for g in algo.gpus]
     inputs = [[chunk(r, i) for i in range(i_n)] for r, (i_n, _) in enumerate(sizes)]
     blank = custom_collective(
@@ -129,9 +125,14 @@ def derive_custom(
             algo.pos,
         ) from None
     derived = custom_collective(algo.ngpus, inputs, outputs, name=algo.coll or "custom")
+    apart = (
+        "; in place, its input and output stay apart, as msccl-tools compiles custom collectives"
+        if algo.inplace
+        else ""
+    )
     return derived, (
         f"{why}: read as a custom collective whose postcondition is what the program computes "
-        "(every input slot starts with its own chunk)"
+        f"(every input slot starts with its own chunk){apart}"
     )
 
 

@@ -35,16 +35,30 @@ threadblock and channel as hints. In place, slots are named by their physical bu
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from chakra_ir.collective import Buffer, Collective
-from chakra_ir.program import NO_HINTS, Hints, OpKind, Program, ProgramBuilder, Slice
+from chakra_ir.program import (
+    NO_HINTS,
+    Copy,
+    Hints,
+    Op,
+    OpKind,
+    Program,
+    ProgramBuilder,
+    Recv,
+    Send,
+    Slice,
+)
 from mscclang_frontend.xml import collective as coll_mod
 from mscclang_frontend.xml import format as fmt
 from mscclang_frontend.xml.depgraph import DepCycle, Item, schedule
 from mscclang_frontend.xml.errors import XmlError
+from mscclang_frontend.xml.limits import XmlLimits
 from mscclang_frontend.xml.options import XmlOptions
 from mscclang_frontend.xml.parse import AlgoEl, GpuEl, StepEl, check_local_operands, parse_algo
 from topologies.errors import CollcError, SourcePos
@@ -59,6 +73,17 @@ class ImportedProgram:
     program: Program
     options: XmlOptions
     notes: tuple[str, ...] = ()
+    sites: tuple[tuple[tuple[int, int, SourcePos], ...], ...] = field(default=(), compare=False)
+
+    def locate(self, rank: int, op: int) -> tuple[str, SourcePos] | None:
+        """Where operation ``op`` of ``rank`` comes from: ``"gpu g threadblock t step s"``
+        and the step's position in the file (None when unknown or a TACCL ``<copy>``)."""
+        if not 0 <= rank < len(self.sites) or not 0 <= op < len(self.sites[rank]):
+            return None
+        tb, step, pos = self.sites[rank][op]
+        if tb < 0:
+            return f"gpu {rank} <copy>", pos
+        return f"gpu {rank} threadblock {tb} step {step}", pos
 
 
 @dataclass
@@ -73,18 +98,43 @@ class _Op:
     cross: set[Item] = field(default_factory=set)
 
 
+_OP_REF = re.compile(r"rank (\d+) op (\d+)")
+
+
+def locate_xml_error(
+    err: CollcError, imported: ImportedProgram, path: str | os.PathLike[str]
+) -> XmlError:
+    """``err`` (a `VerifyError` about ``imported.program``) as an `XmlError` at the step of
+    the file the failing operation came from: ``file:line:col: gpu g threadblock t step s:
+    ...``, or ``file: gpu g: ...`` when the failure is a rank's final buffer."""
+    rank = getattr(err, "rank", -1)
+    op = getattr(err, "op", -1)
+    found = imported.locate(rank, op) if rank >= 0 and op >= 0 else None
+    if found is not None:
+        where, pos = found
+
+        def step_of(m: re.Match[str]) -> str:
+            other = imported.locate(int(m.group(1)), int(m.group(2)))
+            return m.group(0) if other is None else f"{m.group(0)} [{other[0]}]"
+
+        return XmlError(f"{where}: {_OP_REF.sub(step_of, err.message)}", pos)
+    prefix = f"gpu {rank}: " if rank >= 0 else ""
+    return XmlError(f"{prefix}{err.message}", SourcePos(str(path)))
+
+
 def read_xml(
     source: str | os.PathLike[str],
     filename: str | None = None,
     *,
     root: int | None = None,
     srcbuf_trap: bool = False,
+    limits: XmlLimits | None = None,
 ) -> ImportedProgram:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl, collc) into a Program.
 
     ``source`` is a path, or the XML text itself when it is a `str` starting with ``<``;
     ``filename`` names it in errors. ``root`` gives the root of a rooted collective when the
-    XML does not tell it. Raises `XmlError` (with file, line and column) for malformed or
+    XML does not tell it. ``limits`` bound the file and its buffer sizes (`XmlLimits`). Raises `XmlError` (with file, line and column) for malformed or
     inconsistent XML: unknown step types, bad attributes, offsets outside the buffers, a send
     without its receive (per peer and channel), a dependency on a missing step or a cycle, two
     threadblocks sharing a peer and channel. The Program is not verified here: pass it to
@@ -95,13 +145,21 @@ def read_xml(
     else:
         path = Path(source)
         name = filename or str(path)
+        lim = limits or XmlLimits()
         try:
+            size = path.stat().st_size
+            if size > lim.max_file_bytes:
+                raise XmlError(
+                    f"the file has {size:,} bytes, more than the limit of "
+                    f"{lim.max_file_bytes:,} (raise it with --max-xml-bytes)",
+                    SourcePos(name),
+                )
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise XmlError(f"cannot read {path}: {e.strerror or e}", SourcePos(name)) from None
         except UnicodeDecodeError as e:
             raise XmlError(f"{path} is not UTF-8 text: {e.reason}", SourcePos(name)) from None
-    algo = parse_algo(text, name)
+    algo = parse_algo(text, name, limits)
     return _Lowering(algo, srcbuf_trap, root).run()
 
 
@@ -115,6 +173,11 @@ class _Lowering:
         self.ops: list[list[list[_Op]]] = []
         self.order: list[list[Item]] = []
         self.reduced: list[dict[Item, list[Item]]] = []
+        # (gpu, tb, step) of the rrs steps modelled with a temporary slot, and per gpu the
+        # next free temporary scratch slot.
+        self.exact_rrs: set[tuple[int, int, int]] = set()
+        self.temp_next: dict[int, int] = {}
+        self.sites: list[list[_Op]] = []
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -122,23 +185,73 @@ class _Lowering:
 
     # -- steps -> operations -------------------------------------------------------------------
     def run(self) -> ImportedProgram:
-        algo = self.algo
         self.check_connections()
+        program = self.lower_once()
+        # An rrs step forwards recv (+) src and leaves src as it was. Storing the sum in src
+        # (the compact form) is exact when the next access to src overwrites it; where it
+        # does not, the step is modelled exactly with a temporary slot and lowered again.
+        inexact = self.inexact_rrs(program)
+        if inexact:
+            self.exact_rrs = inexact
+            self.ops, self.order, self.reduced, self.notes = [], [], [], []
+            self.note(
+                f"{len(inexact)} rrs step{'s' if len(inexact) > 1 else ''} whose src is read "
+                "again (or is the result) forward recv (+) src through a temporary scratch "
+                "slot, leaving src unchanged as the runtime does"
+            )
+            program = self.lower_once()
+        opts = self.options()
+        sites = tuple(tuple((o.tb, o.step.index, o.step.pos) for o in ops) for ops in self.sites)
+        return ImportedProgram(program, opts, tuple(self.notes), sites)
+
+    def lower_once(self) -> Program:
+        algo = self.algo
+        self.temp_next = {g.id: g.s_chunks for g in algo.gpus}
         for gpu in algo.gpus:
             self.ops.append(self.expand(gpu))
         self.check_matching()
-        # In place the collective is a standard one (custom ones cannot be), known before
-        # the dependencies, so copies onto their own physical slot can be dropped first.
-        collective = self.collective() if algo.inplace else None
+        # In place a standard collective is known before the dependencies, so copies onto
+        # their own physical slot can be dropped first.
+        collective = self.standard() if algo.inplace else None
         if collective is not None:
             self.drop_self_copies(collective)
         for gpu, tbs in zip(algo.gpus, self.ops, strict=True):
             self.dependencies(gpu, tbs)
         if collective is None:
             collective = self.collective()
-        program = self.build(collective)
-        opts = self.options()
-        return ImportedProgram(program, opts, tuple(self.notes))
+        return self.build(collective)
+
+    def inexact_rrs(self, program: Program) -> set[tuple[int, int, int]]:
+        """The rrs steps after which src is read or reduced into before it is overwritten,
+        or left unwritten in the input or output (the result), in the canonical order (which
+        a race-free program's accesses to one slot follow)."""
+        out: set[tuple[int, int, int]] = set()
+        for rank, origin in enumerate(self.sites):
+            if not any(o.step.type.name == "rrs" for o in origin):
+                continue
+            access = _slot_accesses(program.ops(rank))
+            for i, o in enumerate(origin):
+                if o.step.type.name != "rrs" or o.kind is not OpKind.RECV_REDUCE:
+                    continue
+                assert o.dst is not None  # an rrs's reducing receive goes into its src
+                for k in range(o.dst.count):
+                    slot = self._canon(program, rank, o.dst, k)
+                    seq = access[slot]
+                    at = bisect.bisect_right(seq, (i, 2))
+                    nxt = next((a for a in seq[at:] if origin[a[0]].step is not o.step), None)
+                    if (nxt is None and slot[0] is not Buffer.SCRATCH) or (
+                        nxt is not None and nxt[1] != _WRITE
+                    ):
+                        out.add((rank, o.tb, o.step.index))
+                        break
+        return out
+
+    @staticmethod
+    def _canon(program: Program, rank: int, s: Slice, k: int) -> tuple[Buffer, int]:
+        c = program.collective
+        if not c.inplace:
+            return s.buffer, s.index + k
+        return c.physical(rank, s.buffer, s.index + k)
 
     def check_connections(self) -> None:
         for gpu in self.algo.gpus:
@@ -228,8 +341,17 @@ class _Lowering:
         if name == "rcs":
             return [op(OpKind.RECV, recv, None, dst), op(OpKind.SEND, send, dst, None)]
         if name == "rrs":
+            if (gpu.id, tb, step.index) in self.exact_rrs:
+                tmp = Slice(Buffer.SCRATCH, self.temp_next[gpu.id], step.cnt)
+                self.temp_next[gpu.id] += step.cnt
+                return [
+                    op(OpKind.COPY, -1, src, tmp),
+                    op(OpKind.RECV_REDUCE, recv, None, tmp),
+                    op(OpKind.SEND, send, tmp, None),
+                ]
             self.note(
-                "rrs steps forward recv (+) src without storing it; collc stores the sum in src"
+                "rrs steps forward recv (+) src; collc stores the sum in src, which is exact "
+                "because src is overwritten before it is read again"
             )
             return [op(OpKind.RECV_REDUCE, recv, None, src), op(OpKind.SEND, send, src, None)]
         if name in ("rrc", "rrcs"):
@@ -391,12 +513,20 @@ class _Lowering:
         self.reduced.append(reduced)
 
     # -- the collective ------------------------------------------------------------------------
-    def collective(self) -> Collective:
-        algo = self.algo
+    def standard(self) -> Collective | None:
+        """The standard collective the header names, when it fits (else None)."""
+        kind = coll_mod.named_kind(self.algo)
+        if kind is None or kind.value == "custom":
+            return None
+        uses, senders, receivers = self.slot_uses()
+        c, _ = coll_mod.fit_standard(self.algo, kind, uses, senders, receivers, self.root)
+        return c
+
+    def slot_uses(self) -> tuple[list[coll_mod.SlotUse], set[int], set[int]]:
         uses: list[coll_mod.SlotUse] = []
         senders: set[int] = set()
         receivers: set[int] = set()
-        for gpu, tbs in zip(algo.gpus, self.ops, strict=True):
+        for gpu, tbs in zip(self.algo.gpus, self.ops, strict=True):
             end = {b: 0 for b in Buffer}
             for ops in tbs:
                 for o in ops:
@@ -408,6 +538,11 @@ class _Lowering:
                     elif o.kind is not OpKind.COPY and o.kind is not OpKind.REDUCE:
                         receivers.add(gpu.id)
             uses.extend((gpu.id, b, e) for b, e in end.items() if e)
+        return uses, senders, receivers
+
+    def collective(self) -> Collective:
+        algo = self.algo
+        uses, senders, receivers = self.slot_uses()
         kind = coll_mod.named_kind(algo)
         why = f"coll={algo.coll!r} is not a collective collc knows"
         if kind is not None and kind.value != "custom":
@@ -423,6 +558,7 @@ class _Lowering:
     def build(self, collective: Collective) -> Program:
         algo = self.algo
         b = ProgramBuilder(collective, name=algo.name)
+        self.sites = [[] for _ in algo.gpus]
 
         def canon(s: Slice | None, rank: int) -> Slice | None:
             if s is None or not collective.inplace:
@@ -440,6 +576,7 @@ class _Lowering:
                 deps = {ids[w] for w in reduced.get(item, [])}
                 if i > 0:
                     deps.add(ids[(t, i - 1)])
+                self.sites[gpu.id].append(o)
                 hints = NO_HINTS if o.tb < 0 else Hints((), o.chan, o.tb)
                 src, dst = canon(o.src, gpu.id), canon(o.dst, gpu.id)
                 dep_list = sorted(deps)
@@ -484,6 +621,31 @@ class _Lowering:
             )
         except CollcError as e:
             raise XmlError(e.message, algo.pos) from None
+
+
+_READ, _WRITE = 0, 1
+
+
+def _slot_accesses(ops: list[Op]) -> dict[tuple[Buffer, int], list[tuple[int, int]]]:
+    """Per slot, its accesses ``(op index, _READ or _WRITE)`` in order; a reduction reads."""
+    out: dict[tuple[Buffer, int], list[tuple[int, int]]] = {}
+
+    def add(i: int, sl: Slice, how: int) -> None:
+        for k in range(sl.count):
+            out.setdefault((sl.buffer, sl.index + k), []).append((i, how))
+
+    for i, op in enumerate(ops):
+        if isinstance(op, Send):
+            add(i, op.src, _READ)
+        elif isinstance(op, Recv):
+            add(i, op.dst, _READ if op.reduce else _WRITE)
+        elif isinstance(op, Copy):
+            add(i, op.src, _READ)
+            add(i, op.dst, _WRITE)
+        else:
+            add(i, op.src, _READ)
+            add(i, op.dst, _READ)
+    return out
 
 
 def _where(gpu: int, o: _Op) -> str:

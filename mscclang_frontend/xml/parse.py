@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from chakra_ir.collective import Buffer
 from mscclang_frontend.xml import format as fmt
 from mscclang_frontend.xml.errors import XmlError
+from mscclang_frontend.xml.limits import XmlLimits
 from topologies.errors import SourcePos
 
 
@@ -204,8 +205,18 @@ def _children(el: Element, tag: str, allowed: tuple[str, ...] = ()) -> list[Elem
     return out
 
 
-def parse_algo(text: str, filename: str) -> AlgoEl:
-    """Parse and check one MSCCL-IR XML document; raises `XmlError` with the position."""
+def parse_algo(text: str, filename: str, limits: XmlLimits | None = None) -> AlgoEl:
+    """Parse and check one MSCCL-IR XML document; raises `XmlError` with the position.
+
+    Buffer sizes beyond ``limits`` are refused here, before any buffer exists.
+    """
+    lim = limits or XmlLimits()
+    if len(text) > lim.max_file_bytes:
+        raise XmlError(
+            f"the file has {len(text):,} characters, more than the limit of "
+            f"{lim.max_file_bytes:,} (raise it with --max-xml-bytes)",
+            SourcePos(filename),
+        )
     root = parse_tree(text, filename)
     if root.tag != "algo":
         raise XmlError(f"the root element is <{root.tag}>, expected <algo>", root.pos)
@@ -221,10 +232,16 @@ def parse_algo(text: str, filename: str) -> AlgoEl:
         if gid in seen:
             raise XmlError(f"gpu {gid} appears twice (first at line {seen[gid].pos.line})", el.pos)
         seen[gid] = el
-    gpus = [_gpu(g, ngpus) for g in gpu_els]
-    missing = [i for i in range(ngpus) if i not in seen]
-    if missing:
-        raise a.fail(f'ngpus={ngpus} but there is no <gpu id="{missing[0]}">')
+    gpus = [_gpu(g, ngpus, lim) for g in gpu_els]
+    if len(gpus) != ngpus:
+        missing = next(i for i in range(len(gpus) + 1) if i not in seen)
+        raise a.fail(f'ngpus={ngpus} but there is no <gpu id="{missing}">')
+    total = sum(g.i_chunks + g.o_chunks + g.s_chunks for g in gpus)
+    if total > lim.max_total_chunks:
+        raise a.fail(
+            f"the buffers of all gpus hold {total:,} chunks, more than the limit of "
+            f"{lim.max_total_chunks:,} (raise it with --max-chunks)"
+        )
     gpus.sort(key=lambda g: g.id)
     max_chan = max((tb.chan for g in gpus for tb in g.tbs), default=-1)
     nchannels = a.int("nchannels", max_chan + 1, low=0)
@@ -233,6 +250,11 @@ def parse_algo(text: str, filename: str) -> AlgoEl:
         raise XmlError(f"threadblock uses channel {max_chan} but nchannels={nchannels}", tb.pos)
     largest = max((max(g.i_chunks, g.o_chunks) for g in gpus), default=1)
     nchunks = a.int("nchunksperloop", largest, low=1)
+    if nchunks > max(lim.max_buffer_chunks, largest):
+        raise a.fail(
+            f"nchunksperloop={nchunks:,} is more than the limit of {lim.max_buffer_chunks:,} "
+            "chunks per buffer (raise it with --max-chunks)"
+        )
     extras = a.has("outofplace") or a.has("minBytes") or a.has("maxBytes")
     inplace = a.flag("inplace", False)
     if a.has("outofplace"):
@@ -255,11 +277,18 @@ def parse_algo(text: str, filename: str) -> AlgoEl:
     )
 
 
-def _gpu(el: Element, ngpus: int) -> GpuEl:
+def _gpu(el: Element, ngpus: int, lim: XmlLimits) -> GpuEl:
     r = _Reader(el)
     gid = r.int("id", low=0)
     if gid >= ngpus:
         raise r.fail(f"gpu id {gid} is not below ngpus={ngpus}")
+    for name in ("i_chunks", "o_chunks", "s_chunks"):
+        size = r.int(name, low=0)
+        if size > lim.max_buffer_chunks:
+            raise r.fail(
+                f"gpu {gid} has {name}={size:,}, more than the limit of "
+                f"{lim.max_buffer_chunks:,} chunks per buffer (raise it with --max-chunks)"
+            )
     gpu = GpuEl(
         gid,
         r.int("i_chunks", low=0),

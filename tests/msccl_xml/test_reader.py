@@ -281,8 +281,13 @@ def test_named_collective_that_does_not_fit() -> None:
     imported = read_xml(ALLTONEXT.format(coll="allgather", inplace="0"))
     assert imported.program.collective.kind is CollectiveKind.CUSTOM
     assert any("does not fit" in n for n in imported.notes)
-    with pytest.raises(XmlError, match="in-place custom collective cannot be derived"):
-        read_xml(ALLTONEXT.format(coll="sendrecv", inplace="1"))
+    # In place, a custom collective keeps its input and output apart (msccl-tools' model).
+    inplace = read_xml(ALLTONEXT.format(coll="sendrecv", inplace="1"))
+    c = inplace.program.collective
+    assert (c.kind, c.inplace) == (CollectiveKind.CUSTOM, False)
+    assert any("input and output stay apart" in n for n in inplace.notes)
+    out_of_place = read_xml(ALLTONEXT.format(coll="sendrecv", inplace="0"))
+    assert out_of_place.program == inplace.program
 
 
 # -- errors ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from chakra_ir import Buffer, format_program
 from chakra_ir.program import Copy, Recv, Reduce, Send
-from mscclang_frontend import CompiledProgram, compile_source, hooks
+from mscclang_frontend import CompiledProgram, CompileError, compile_all, compile_source, hooks
 from tests.mscclang.helpers import PRELUDE, compile_error, run, snippet_error
 from topologies.errors import CollcError
 
@@ -389,7 +389,7 @@ def test_program_misuse(body: str, message: str, no_emitter: None) -> None:
     assert err.message.startswith(message)
 
 
-def test_two_programs_are_refused() -> None:
+def test_several_programs_in_one_file() -> None:
     body = (
         'for n in ["a", "b"]:\n'
         "    with MSCCLProgram(n, fully_connected(2), AllGather(2, 1, True), 1):\n"
@@ -397,8 +397,16 @@ def test_two_programs_are_refused() -> None:
         "            chunk(r, Buffer.input, 0).copy(1 - r, Buffer.output, r)\n"
     )
     err = compile_error(PRELUDE + body)
-    assert err.message == "the program builds 2 MSCCLPrograms; collc compiles one per file"
-    assert (err.pos.line, err.pos.column) == (4, 10)  # type: ignore[union-attr]
+    assert err.message.startswith("the file builds 2 MSCCLPrograms (1: a, 2: b); choose one")
+    both = compile_all(PRELUDE + body, "t.py")
+    assert [c.name for c in both] == ["a", "b"]
+    assert compile_source(PRELUDE + body, "t.py", program="b").name == "b"
+    assert compile_source(PRELUDE + body, "t.py", program=1).name == "a"
+    assert compile_source(PRELUDE + body, "t.py", program="2").name == "b"
+    with pytest.raises(CompileError, match=r"no MSCCLProgram 'c' in the file \(1: a, 2: b\)"):
+        compile_source(PRELUDE + body, "t.py", program="c")
+    with pytest.raises(CompileError, match="no MSCCLProgram 3"):
+        compile_source(PRELUDE + body, "t.py", program=3)
 
 
 def test_reduce_errors() -> None:
