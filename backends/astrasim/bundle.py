@@ -10,6 +10,8 @@ directory):
 ``system.json``                  the system configuration, naming ``collective/<name>``
 ``remote_memory.json``           ``{"memory-type": "NO_MEMORY_EXPANSION"}``
 ``comm_group.json``              only when the ranks are a subset of the NPUs: ``{"1": [npus]}``
+``process_groups.json``          only for a program split into process groups: the groups' NPUs
+                                 in ASTRA-sim's communicator-group format (for workloads)
 ``run.sh``, ``README.txt``       the command line and what ASTRA-sim reports
 ``collc_bundle.json``            what collc wrote (marks the folder as a collc ASTRA-sim bundle)
 """
@@ -33,7 +35,7 @@ from backends.astrasim.workload import (
     idle_workload,
     workload_comm_size,
 )
-from chakra_ir.collective import CollectiveKind, collective_to_dict
+from chakra_ir.collective import Collective, CollectiveKind, collective_to_dict
 from chakra_ir.et import EtEncodeError, write_et_files
 from chakra_ir.et.layout import check_encodable
 from chakra_ir.outdir import collc_version, replace_dir
@@ -50,6 +52,7 @@ NETWORK = "network.yml"
 SYSTEM = "system.json"
 REMOTE_MEMORY = "remote_memory.json"
 COMM_GROUP = "comm_group.json"
+PROCESS_GROUPS = "process_groups.json"
 RUN = "run.sh"
 README = "README.txt"
 GROUP_ID = "1"
@@ -267,8 +270,25 @@ def _readme(plan: BundlePlan, topology: Topology) -> str:
         "bandwidth of the LOWEST dimension in which its NPUs differ, without contention;",
         "ASTRA-sim writes its logs to ./log.",
         *group_note,
+        *_process_groups_note(c),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _process_groups_note(c: Collective) -> list[str]:
+    if not c.groups:
+        return []
+    return [
+        "",
+        f"Process groups: the program runs {c.kind.value} in {c.num_groups} groups of "
+        f"{c.group_size} NPUs at once",
+        "(collc's groups share the network, as in a training step). Each NPU's custom ET holds",
+        "its part of its own group's algorithm and talks only to its group, so ASTRA-sim runs",
+        "every group at once as one custom collective over these NPUs, on every version that",
+        f"runs custom collectives. {PROCESS_GROUPS} lists the groups in ASTRA-sim's",
+        "--comm-group-configuration format, for workloads that call the collective per group;",
+        "run.sh does not need it.",
+    ]
 
 
 def _marker(plan: BundlePlan, topology: Topology, files: list[str]) -> dict[str, Any]:
@@ -331,6 +351,10 @@ def plan_bundle(program: Program, topology: Topology, options: AstraOptions) -> 
     files[REMOTE_MEMORY] = _json({"memory-type": "NO_MEMORY_EXPANSION"})
     if group:
         files[COMM_GROUP] = _json({GROUP_ID: list(group)})
+    if c.groups:
+        files[PROCESS_GROUPS] = _json(
+            {str(g + 1): [c.npu(r) for r in ranks] for g, ranks in enumerate(c.groups)}
+        )
     members = set(group) if group else set(range(topology.num_npus))
     node_name = f"{c.kind.value}_{comm_size}B"
     busy = collective_workload(

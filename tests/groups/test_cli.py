@@ -10,6 +10,7 @@ import pytest
 
 from chakra_ir.outdir import MANIFEST
 from tests.cli.test_cli import one_error_line, run
+from topologies.groups import read_astra_groups
 
 TORUS = "torus:4x4"
 
@@ -85,6 +86,12 @@ def test_exports(tmp_path: Path) -> None:
     res = run("export", str(tmp_path / "j"), "--target", "astra-sim", "-o", str(tmp_path / "a"))
     assert res.exit_code == 0, res.output
     assert len(list((tmp_path / "a" / "collective").glob("*.et"))) == 16
+    written = read_astra_groups(tmp_path / "a" / "process_groups.json")
+    assert written.members == (tuple(range(8)), tuple(range(8, 16)))
+    assert (
+        "Process groups: the program runs allreduce in 2 groups of 8"
+        in (tmp_path / "a" / "README.txt").read_text()
+    )
     res = run("export", str(tmp_path / "j"), "--target", "msccl-xml", "-o", str(tmp_path / "x"))
     assert res.exit_code == 2
     assert "process groups" in one_error_line(res)

@@ -69,6 +69,8 @@ class Case:
     size_bytes: int = 1 << 20
     exact: bool = False
     """ASTRA-sim aware reports exactly the astra-aware model's time."""
+    groups: str = ""
+    """Process groups (``--groups``): every group runs the collective at once."""
 
 
 CASES = [
@@ -80,6 +82,10 @@ CASES = [
     Case("ring-bidir-switch8", "switch:8", "ring-bidir", exact=True),
     Case("rhd-switch8", "switch:8", "rhd", exact=True),
     Case("dbt-ring8", "ring:8", "dbt", exact=True),
+    # Process groups sharing the network: even and odd NPUs, each group's messages crossing
+    # the other's NPUs and links.
+    Case("tacos-groups-ring16", "ring:16", "tacos", groups="stride:2", exact=True),
+    Case("ring-groups-switch16", "switch:16", "ring", groups="4", exact=True),
 ]
 
 ISSUE_ORDER = (
@@ -105,7 +111,12 @@ def _produce(case: Case, tmp_path: Path) -> tuple[Path, Path, int]:
     """Synthesize ``case`` into an output folder and export its ASTRA-sim bundle; returns
     the folder, the bundle and the number of NPUs."""
     req = pipeline.Request(
-        f"{case.topology},{LINK}", case.kind, case.algorithm, case.size_bytes, case.chunks_per_npu
+        f"{case.topology},{LINK}",
+        case.kind,
+        case.algorithm,
+        case.size_bytes,
+        case.chunks_per_npu,
+        groups=case.groups,
     )
     folder = tmp_path / "out"
     pipeline.write(pipeline.synthesize(req), folder)
