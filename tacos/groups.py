@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +33,14 @@ from tacos.lowering import Phase, Transfers, lower
 from tacos.matching import Plan, spread
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
-from tacos.synthesis import Progress, Synthesis, _scaled, _transpose_plan, synthesize
+from tacos.synthesis import (
+    Progress,
+    Synthesis,
+    _finished,
+    _scaled,
+    _transpose_plan,
+    synthesize,
+)
 from tacos.timing import replay, replay_single_hop
 from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
 from topologies.topology import Topology
@@ -130,7 +138,13 @@ def _joint(
     net = Net.of(topology)
     routes = Routes(net, chunk_bytes, cost)
 
-    def solve(on: Net, lo: float, hi: float) -> tuple[Plan, list[Channel], int]:
+    def solve(
+        on: Net,
+        lo: float,
+        hi: float,
+        ready: Sequence[int] = (),
+        busy_until: dict[int, int] | None = None,
+    ) -> tuple[Plan, list[Channel], int]:
         channels = _group_channels(on, c)
         timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
         best: tuple[Plan, int] | None = None
@@ -145,6 +159,8 @@ def _joint(
                 seed=seed + i,
                 progress=_scaled(say, a, b),
                 on_arrival=cost.on_arrival,
+                ready=ready,
+                busy_until=busy_until,
                 want=want,
             )
             if best is None or plan.makespan < best[0].makespan:
@@ -175,11 +191,25 @@ def _joint(
             plan, chans, _ = solve(net, 0.4, 0.8)
         t_net = net.transpose()
         t_tm = [time_channel(t_net, ch, chunk_bytes, cost) for ch in t_chans]
-        phases.append(Phase(reverse_phase(t_plan, t_chans, t_tm, routes), False, True))
-        phases.append(Phase(forward_phase(plan, chans, routes), True, False, shift=t_plan.makespan))
+        rs = reverse_phase(t_plan, t_chans, t_tm, routes)
+        phases.append(Phase(rs, False, True))
+        # As for one group (`tacos.synthesis`): the All-Gather after the Reduce-Scatter, or
+        # each chunk started where and when the Reduce-Scatter finishes it; the shorter kept.
+        ready, busy_until = _finished(rs, routes, np.array(chunk_src, dtype=np.int64))
+        early, e_chans, _ = solve(net, 0.8, 0.85, ready, busy_until)
+        classic = t_plan.makespan + plan.makespan
+        if early.makespan < classic:
+            phases.append(Phase(forward_phase(early, e_chans, routes), True, False))
+            span = early.makespan
+            ag_ns = (early.makespan - min(ready)) / PS_PER_NS
+        else:
+            phases.append(
+                Phase(forward_phase(plan, chans, routes), True, False, shift=t_plan.makespan)
+            )
+            span = classic
+            ag_ns = plan.makespan / PS_PER_NS
         phases_ns[CollectiveKind.REDUCE_SCATTER.value] = t_plan.makespan / PS_PER_NS
-        phases_ns[CollectiveKind.ALLGATHER.value] = plan.makespan / PS_PER_NS
-        span = t_plan.makespan + plan.makespan
+        phases_ns[CollectiveKind.ALLGATHER.value] = ag_ns
     say(0.85)
     arrays = routes.arrays()
     single = all(len(tm.hops) == 1 for tm in routes.timed)
