@@ -106,3 +106,14 @@ def test_joint_cut_counts_every_group_crossing_a_cut() -> None:
     joint = group_bounds(K.ALLGATHER, topo, 1 << 20, groups)
     assert joint.items["joint-cut"] > joint.items["cut"]
     assert joint.best[1] >= max(joint.items[k] for k in joint.items if k != "joint-cut")
+
+
+def test_bounds_over_a_sample_of_groups_stay_below_all_groups() -> None:
+    topo = parse_topology("torus:4x4")
+    groups = [list(g) for g in parse_groups("4", topo).members]
+    full = group_bounds(K.ALLREDUCE, topo, 1 << 20, groups)
+    some = group_bounds(K.ALLREDUCE, topo, 1 << 20, groups, max_groups=2)
+    assert "2 of the 4 groups" in some.descriptions["latency"]
+    for k, v in some.items.items():
+        assert v <= full.items[k] + 1e-9
+    assert some.items["joint-cut"] == full.items["joint-cut"]
