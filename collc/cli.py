@@ -592,6 +592,37 @@ def bench(
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--size", default="1MiB", show_default=True, callback=_size)
 @click.option("--topology", "-t", default=None, help="Where it runs (default: fc:<ranks>).")
+@click.option(
+    "--program",
+    "which",
+    default=None,
+    help="Compile only this MSCCLProgram of the file (its name or 1-based number); by "
+    "default a file with several writes each into OUT/<name>/.",
+)
+@click.option(
+    "--as-custom",
+    is_flag=True,
+    help="Compile a program whose result is not its collective's (its Check() would fail) "
+    "as a custom collective whose postcondition is what it computes.",
+)
+@click.option(
+    "--max-ops",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Operations the program may record (default 200,000).",
+)
+@click.option(
+    "--max-source-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Size of the program text (default 1 MiB).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tokens of the program text (default 200,000).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def compile_cmd(
     program: Path,
@@ -599,24 +630,67 @@ def compile_cmd(
     out: Path,
     size: int,
     topology: str | None,
+    which: str | None,
+    as_custom: bool,
+    max_ops: int | None,
+    max_source_bytes: int | None,
+    max_tokens: int | None,
     as_json: bool,
 ) -> None:
     """Compile an MSCCLang program (its own arguments after --) into an output folder."""
+    from mscclang_frontend import Limits
+    from mscclang_frontend.msccl_api import ApiLimits
+
     if not program.is_file():
         raise CollcError(f"{program}: no such file")
-    result, printed = pipeline.compile_msccl(
-        program, program_args, size_bytes=size, topology=topology
+    base = Limits()
+    limits = Limits(
+        max_source_bytes=max_source_bytes or base.max_source_bytes,
+        max_tokens=max_tokens or base.max_tokens,
+        api=ApiLimits(max_ops=max_ops or base.api.max_ops),
     )
-    files = pipeline.write(result, out)
-    s = _summary(result, out, files)
-    s["program_output"] = printed
+    results, printed = pipeline.compile_msccl_all(
+        program,
+        program_args,
+        size_bytes=size,
+        topology=topology,
+        program=which,
+        as_custom=as_custom,
+        limits=limits,
+    )
+    summaries: list[dict[str, Any]] = []
+    folders = _program_folders(out, [name for name, _ in results])
+    for (_, result), folder in zip(results, folders, strict=True):
+        files = pipeline.write(result, folder)
+        summaries.append(_summary(result, folder, files))
 
     def human() -> None:
         if printed:
             click.echo(printed, nl=not printed.endswith("\n"))
-        _print_summary(s)
+        for s in summaries:
+            _print_summary(s)
 
-    _emit(as_json, s, human)
+    if len(summaries) == 1:
+        data = dict(summaries[0], program_output=printed)
+    else:
+        data = {"programs": summaries, "program_output": printed}
+    _emit(as_json, data, human)
+
+
+def _program_folders(out: Path, names: list[str]) -> list[Path]:
+    """``out`` for one program; ``out/<name>`` for each of several (``-2``, ``-3``... when
+    names repeat)."""
+    if len(names) == 1:
+        return [out]
+    folders: list[Path] = []
+    seen: dict[str, int] = {}
+    for name in names:
+        safe = (
+            "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "program"
+        )
+        seen[safe] = seen.get(safe, 0) + 1
+        folders.append(out / (safe if seen[safe] == 1 else f"{safe}-{seen[safe]}"))
+    return folders
 
 
 @cli.command(name="import")
@@ -625,14 +699,43 @@ def compile_cmd(
 @click.option("--size", default="1MiB", show_default=True, callback=_size)
 @click.option("--topology", "-t", default=None, help="Where it runs (default: fc:<ranks>).")
 @click.option("--root", type=int, default=None, help="Root of a rooted collective (XML has none).")
+@click.option(
+    "--max-chunks",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Chunks one buffer of one GPU may have (default 1,048,576; all buffers together 16x).",
+)
+@click.option(
+    "--max-xml-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Size of the XML file (default 64 MiB).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def import_cmd(
-    xml: Path, out: Path, size: int, topology: str | None, root: int | None, as_json: bool
+    xml: Path,
+    out: Path,
+    size: int,
+    topology: str | None,
+    root: int | None,
+    max_chunks: int | None,
+    max_xml_bytes: int | None,
+    as_json: bool,
 ) -> None:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified output folder."""
+    from mscclang_frontend.xml import XmlLimits
+
     if not xml.is_file():
         raise CollcError(f"{xml}: no such file")
-    result = pipeline.import_xml(xml, size_bytes=size, topology=topology, root=root)
+    base = XmlLimits()
+    limits = XmlLimits(
+        max_file_bytes=max_xml_bytes or base.max_file_bytes,
+        max_buffer_chunks=max_chunks or base.max_buffer_chunks,
+        max_total_chunks=max(base.max_total_chunks, 16 * (max_chunks or 0)),
+    )
+    result = pipeline.import_xml(xml, size_bytes=size, topology=topology, root=root, limits=limits)
+    for warning in result.manifest.extra.get("warnings", []):
+        click.echo(f"collc: warning: {xml}: {warning}", err=True)
     files = pipeline.write(result, out)
     s = _summary(result, out, files)
     _emit(as_json, s, lambda: _print_summary(s))

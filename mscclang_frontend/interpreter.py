@@ -16,7 +16,7 @@ import difflib
 import inspect
 import operator
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from mscclang_frontend import nodes as N
@@ -267,6 +267,15 @@ class Interpreter:
         self.steps += 1
         if self.steps > self.max_steps:
             raise ApiError(self._steps_message())
+
+    def charge_work(self, elements: int) -> None:
+        """Charge a builtin that walks ``elements`` elements: one step per `WORK_PER_STEP`,
+        so a loop of builtin calls on a huge list meets the step bound as soon as a loop of
+        statements doing the same work would."""
+        if elements >= WORK_PER_STEP:
+            self.steps += elements // WORK_PER_STEP
+            if self.steps > self.max_steps:
+                raise ApiError(self._steps_message())
 
     def _steps_message(self) -> str:
         return f"the program ran more than {self.max_steps:,} evaluation steps (an endless loop?)"
@@ -757,7 +766,10 @@ class Interpreter:
             py = self.methods.get(t)
             if py is not None and name in py:
                 method = py[name]
-                return Builtin(f"{t.__name__}.{name}", _bind(method, obj))
+                label = f"{t.__name__}.{name}"
+                if label in _CONSTANT_TIME:
+                    return Builtin(label, _bind(method, obj))
+                return Builtin(label, _bind_charged(method, obj, self.charge_work))
             exposed = EXPOSED.get(t)
             if t is ArgumentParser:
                 exposed = ARGPARSE_EXPOSED
@@ -904,6 +916,8 @@ class Interpreter:
         if node is not None:
             self.pos = (node.line, node.col)
         try:
+            if name not in _CONSTANT_TIME and "." not in name:
+                self.charge_work(_work(args) + _work(kwargs.values()))
             return fn(*args, **kwargs)
         except ApiError as e:
             raise self._api_error(e, fn, node, shift) from None
@@ -1083,11 +1097,15 @@ class Interpreter:
                         raise self.error(
                             f"argument of type '{type_name(right)}' is not a container", operand
                         )
+                    self.charge_work(_work((right,)))
                     result: object = left in right  # type: ignore[operator]
                     if op == "not in":
                         result = not result
                 else:
+                    self.charge_work(_work((left, right)))
                     result = _COMPARE[op](left, right)
+            except ApiError as e:
+                raise self.error(e.message, node) from None
             except TypeError:
                 raise self.error(
                     f"'{op}' not supported between instances of '{type_name(left)}' and "
@@ -1178,6 +1196,68 @@ def _exception_maker(name: str) -> Callable[..., ExceptionValue]:
         return ExceptionValue(name, args)
 
     return make
+
+
+WORK_PER_STEP = 32
+"""Elements a builtin walks per evaluation step charged (C loops are that much faster)."""
+
+_CONSTANT_TIME = frozenset(
+    {
+        "len",
+        "range",
+        "enumerate",
+        "zip",
+        "reversed",
+        "isinstance",
+        "abs",
+        "round",
+        "divmod",
+        "pow",
+        "int",
+        "float",
+        "bool",
+        "hex",
+        "bin",
+        "oct",
+        "ord",
+        "chr",
+        "super",
+        "print",
+        "list.append",
+        "list.pop",
+        "dict.get",
+        "dict.setdefault",
+        "dict.keys",
+        "dict.values",
+        "dict.items",
+        "dict.pop",
+    }
+)
+"""Builtins and methods whose cost does not grow with their arguments (``print`` is bounded
+by the output limit instead); every other one is charged by the sizes of its collection
+arguments (`Interpreter.charge_work`)."""
+
+
+def _work(values: Iterable[object]) -> int:
+    """Elements of the collections among ``values`` (what a builtin may walk)."""
+    n = 0
+    for v in values:
+        if isinstance(v, list | tuple | str | dict):
+            n += len(v)
+    return n
+
+
+def _bind_charged(
+    method: Callable[..., Any], obj: object, charge: Callable[[int], None]
+) -> Callable[..., Any]:
+    """`_bind`, charging the receiver's and the arguments' sizes before each call."""
+
+    def bound(*args: object, **kwargs: object) -> object:
+        charge(_work((obj, *args)) + _work(kwargs.values()))
+        return method(obj, *args, **kwargs)
+
+    bound.__wrapped__ = method  # type: ignore[attr-defined]
+    return bound
 
 
 def _bind(method: Callable[..., Any], obj: object) -> Callable[..., Any]:

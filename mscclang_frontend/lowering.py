@@ -399,6 +399,7 @@ def lower(
 
 
 _SLOT = re.compile(r"\b(input|output)\[(\d+)\]")
+_CHUNK = re.compile(r"\bchunk\((\d+),(\d+)\)")
 
 
 def _logical_indices(message: str, state: ProgramState, layout: _Layout) -> str:
@@ -418,4 +419,12 @@ def _logical_indices(message: str, state: ProgramState, layout: _Layout) -> str:
             inst, slot = divmod(index, length)
         return f"{m.group(1)}[{slot}] (instance {inst} of {n})"
 
-    return _SLOT.sub(name, message)
+    def chunk(m: re.Match[str]) -> str:
+        rank, index = int(m.group(1)), int(m.group(2))
+        if layout.interleaved:
+            index //= n
+        else:
+            index %= max(state.in_sizes[rank] if rank < len(state.in_sizes) else 1, 1)
+        return f"chunk({rank},{index})"
+
+    return _CHUNK.sub(chunk, _SLOT.sub(name, message))

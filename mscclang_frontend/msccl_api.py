@@ -52,7 +52,9 @@ class ApiLimits:
     max_ranks: int = 1 << 16
     max_buffer_slots: int = 1 << 22
     max_instances: int = 1 << 10
-    max_ops: int = 4_000_000
+    max_ops: int = 200_000
+    """Operations of the lowered program (a copy between ranks is two, times the instances).
+    The default stops a loop that keeps recording within seconds; --max-ops raises it."""
 
 
 # ------------------------------------------------------------------------------ enums
@@ -860,7 +862,12 @@ class ProgramState(ContextValue):
     ) -> None:
         limit = self.api.limits.max_ops
         if (len(self.ops) + 1) * self.instances * 2 > limit:
-            raise ApiError(f"the program records more than {limit} operations")
+            raise ApiError(
+                f"the program records more than {limit:,} operations ({len(self.ops) + 1:,} "
+                f"copy/reduce calls x {self.instances} instance"
+                f"{'s' if self.instances > 1 else ''} x send and receive); a loop that never "
+                "ends? (raise the limit with --max-ops)"
+            )
         line, col = self.api.runtime.call_position()
         self.ops.append(
             RecordedOp(

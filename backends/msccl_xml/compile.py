@@ -57,7 +57,7 @@ def header(program: Program, options: XmlOptions) -> tuple[str, str]:
         raise XmlExportError(
             f"the MSCCL runtime has no custom collectives: the program implements "
             f"{c.name or 'a custom collective'!r}; name the runtime collective it stands for "
-            f"(XmlOptions.coll, one of {', '.join(fmt.RUNTIME_COLL.values())})"
+            f"(collc export --coll, one of {', '.join(fmt.RUNTIME_COLL.values())})"
         )
     return name, fmt.RUNTIME_COLL[c.kind]
 

@@ -74,6 +74,7 @@ class ImportedProgram:
     options: XmlOptions
     notes: tuple[str, ...] = ()
     sites: tuple[tuple[tuple[int, int, SourcePos], ...], ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = ()
 
     def locate(self, rank: int, op: int) -> tuple[str, SourcePos] | None:
         """Where operation ``op`` of ``rank`` comes from: ``"gpu g threadblock t step s"``
@@ -202,7 +203,7 @@ class _Lowering:
             program = self.lower_once()
         opts = self.options()
         sites = tuple(tuple((o.tb, o.step.index, o.step.pos) for o in ops) for ops in self.sites)
-        return ImportedProgram(program, opts, tuple(self.notes), sites)
+        return ImportedProgram(program, opts, tuple(self.notes), sites, runtime_warnings(self.algo))
 
     def lower_once(self) -> Program:
         algo = self.algo
@@ -646,6 +647,36 @@ def _slot_accesses(ops: list[Op]) -> dict[tuple[Buffer, int], list[tuple[int, in
             add(i, op.src, _READ)
             add(i, op.dst, _READ)
     return out
+
+
+def runtime_warnings(algo: AlgoEl) -> tuple[str, ...]:
+    """What the MSCCL runtime would refuse to load in ``algo`` (collc reads it anyway)."""
+    out: list[str] = []
+    if algo.nchannels > fmt.MAX_CHANNELS:
+        out.append(
+            f"the XML uses {algo.nchannels} channels; the MSCCL runtime accepts at most "
+            f"{fmt.MAX_CHANNELS}"
+        )
+    for gpu in algo.gpus:
+        per_channel: dict[int, int] = {}
+        for tb in gpu.tbs:
+            per_channel[tb.chan] = per_channel.get(tb.chan, 0) + 1
+        busiest = max(per_channel.items(), key=lambda kv: kv[1], default=(0, 0))
+        if busiest[1] > fmt.MAX_TBS_PER_CHANNEL:
+            out.append(
+                f"gpu {gpu.id} has {busiest[1]} threadblocks on channel {busiest[0]}; the "
+                f"MSCCL runtime accepts at most {fmt.MAX_TBS_PER_CHANNEL}"
+            )
+            break
+    longest = max(
+        ((len(tb.steps), g.id, tb.id) for g in algo.gpus for tb in g.tbs), default=(0, 0, 0)
+    )
+    if longest[0] > fmt.MAX_STEPS_PER_TB:
+        out.append(
+            f"gpu {longest[1]} threadblock {longest[2]} has {longest[0]} steps; the MSCCL "
+            f"runtime accepts at most {fmt.MAX_STEPS_PER_TB}"
+        )
+    return tuple(out)
 
 
 def _where(gpu: int, o: _Op) -> str:

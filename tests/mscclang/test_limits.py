@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mscclang_frontend import CompileError, Limits, compile_source
+from mscclang_frontend.msccl_api import ApiLimits
 from tests.mscclang.helpers import PRELUDE
 
 FAST = Limits(max_steps=100_000)
@@ -37,6 +38,12 @@ def error(body: str, limits: Limits | None = FAST) -> CompileError:
         ("x = list(range(10 ** 8))\n", "a collection of 100,000,000 elements", 3),
         ("while True:\n    print('spam' * 1000)\n", "the program printed more than", 4),
         ("x = 'a'.ljust(10 ** 9)\n", "a collection of 1,000,000,000 elements", 3),
+        # Builtins are charged by the work they do, not one step per call.
+        ("x = [0] * 10 ** 6\nwhile True:\n    x.count(1)\n", "evaluation steps", 5),
+        ("x = [0] * 10 ** 6\nwhile True:\n    y = 1 in x\n", "evaluation steps", 5),
+        ("x = [0] * 10 ** 6\nwhile True:\n    y = x == x\n", "evaluation steps", 5),
+        ("x = [0] * 10 ** 6\nwhile True:\n    y = sorted(x)\n", "evaluation steps", 5),
+        ("x = 'a' * 10 ** 6\nwhile True:\n    y = x.find('b')\n", "evaluation steps", 5),
     ],
 )
 def test_runaway_programs(body: str, message: str, line: int) -> None:
@@ -47,6 +54,50 @@ def test_runaway_programs(body: str, message: str, line: int) -> None:
 
 def test_default_step_limit_is_ten_million() -> None:
     assert Limits().max_steps == 10_000_000
+
+
+def test_recorded_operations_are_capped() -> None:
+    assert ApiLimits().max_ops == 200_000
+    body = (
+        'with MSCCLProgram("p", fully_connected(2), AllReduce(2, 1, True), 2):\n'
+        "    c = chunk(0, Buffer.input, 0)\n"
+        "    while True:\n"
+        "        c.copy(1, 'tmp', 0)\n"
+    )
+    err = error(body, Limits(api=ApiLimits(max_ops=2000)))
+    assert err.message.startswith(
+        "the program records more than 2,000 operations (501 copy/reduce calls x 2 instances "
+        "x send and receive)"
+    )
+    assert "--max-ops" in err.message
+    assert err.pos is not None and err.pos.line == 6
+
+
+def test_builtin_charge_counts_elements() -> None:
+    # 1,000 calls of count() on 3,200 elements walk 3.2 M elements: 100,000 steps' worth.
+    body = "x = [0] * 3200\nfor i in range(1000):\n    x.count(1)\n"
+    with pytest.raises(CompileError, match="evaluation steps"):
+        compile_source(PRELUDE + body, "t.py", limits=Limits(max_steps=100_000))
+    # Constant-time builtins are not charged by size.
+    body = "x = [0] * 3200\nfor i in range(1000):\n    n = len(x)\n" + TRIVIAL_PROGRAM
+    compile_source(PRELUDE + body, "t.py", limits=Limits(max_steps=100_000))
+
+
+TRIVIAL_PROGRAM = (
+    'with MSCCLProgram("t", fully_connected(2), AllGather(2, 1, True), 1):\n'
+    "    for r in range(2):\n"
+    "        chunk(r, Buffer.input, 0).copy(1 - r, Buffer.output, r)\n"
+)
+
+
+def test_source_size_and_tokens_are_capped() -> None:
+    big = PRELUDE + "x = 1\n" * 200_000
+    with pytest.raises(CompileError, match=r"more than the limit of 1,048,576 .*--max-source"):
+        compile_source(big, "t.py")
+    many = PRELUDE + "x = [" + "1, " * 150_000 + "]\n"
+    err = error(many, Limits(max_tokens=100_000))
+    assert "more than 100,000 tokens" in err.message and "--max-tokens" in err.message
+    assert err.pos is not None and err.pos.file == "t.py"
 
 
 def test_buffer_limits() -> None:
