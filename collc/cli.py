@@ -612,6 +612,12 @@ def bench(
     help="Operations the program may record (default 200,000).",
 )
 @click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluation steps the program may take (default 10,000,000).",
+)
+@click.option(
     "--max-source-bytes",
     type=click.IntRange(min=1),
     default=None,
@@ -633,6 +639,7 @@ def compile_cmd(
     which: str | None,
     as_custom: bool,
     max_ops: int | None,
+    max_steps: int | None,
     max_source_bytes: int | None,
     max_tokens: int | None,
     as_json: bool,
@@ -645,6 +652,7 @@ def compile_cmd(
         raise CollcError(f"{program}: no such file")
     base = Limits()
     limits = Limits(
+        max_steps=max_steps or base.max_steps,
         max_source_bytes=max_source_bytes or base.max_source_bytes,
         max_tokens=max_tokens or base.max_tokens,
         api=ApiLimits(max_ops=max_ops or base.api.max_ops),
