@@ -107,7 +107,8 @@ class Manifest:
             if not isinstance(raw_collective, dict):
                 raise OutputError("field 'collective' must be an object", where)
             collective = collective_from_dict(raw_collective)
-            extra = d.get("extra") or {}
+            extra = d.get("extra")
+            extra = {} if extra is None else extra
             if not isinstance(extra, dict):
                 raise OutputError("field 'extra' must be an object", where)
             _check_extra(extra, where)
@@ -127,12 +128,12 @@ class Manifest:
             raise OutputError(f"malformed manifest: missing field {e}", where) from None
         except (TypeError, ValueError, OverflowError) as e:
             raise OutputError(f"malformed manifest: {e}", where) from None
-        except OutputError:
+        except OutputError as e:
+            if e.pos is None:
+                raise OutputError(e.message, where) from None
             raise
         except CollcError as e:
             raise OutputError(e.message, where) from None
-        if "\x00" in manifest.topology:
-            raise OutputError("field 'topology' holds a NUL character", where)
         if not _PREFIX.fullmatch(manifest.et_prefix):
             raise OutputError(
                 f"field 'et_prefix' {manifest.et_prefix!r} is not a plain file-name stem", where

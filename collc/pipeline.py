@@ -173,6 +173,9 @@ class Request:
     """Process groups (`topologies.groups`): every group runs the collective at once."""
     groups_independent: bool = False
     """With ``groups``: TACOS synthesizes each group alone (else all jointly)."""
+    max_transfers: int = 0
+    """Refuse programs of more chunk transfers than this (`check_work`); 0: the default
+    `MAX_TRANSFERS`."""
 
     def cost_model(self) -> CostModel:
         """The cost model this request produces and times under."""
@@ -268,6 +271,7 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
             f"algorithm {algo.name} does not implement {req.collective.value} (it serves {served})"
         )
     collective = make_collective(req, algo, topology)
+    check_work(collective, req.max_transfers or MAX_TRANSFERS)
     cost = req.cost_model()
     seconds["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -348,6 +352,24 @@ def generate(producer: Producer, collective: Collective, topology: Topology) -> 
         for g in range(collective.num_groups)
     ]
     return merge_groups(collective, programs, programs[0].name)
+
+
+MAX_TRANSFERS = 50_000_000
+"""Default limit of `check_work`: about 5 GB of program columns and minutes of synthesis."""
+
+
+def check_work(collective: Collective, limit: int) -> None:
+    """Refuse, before anything is allocated, a collective whose program would need more than
+    ``limit`` chunk transfers (ranks x chunks of the sized buffer: about as many operations
+    as every rank handling every chunk once), naming the flag that raises the limit."""
+    transfers = collective.num_ranks * collective.size_chunks
+    if transfers > limit:
+        raise CollcError(
+            f"{collective.num_ranks} ranks x {collective.size_chunks} chunks = {transfers:,} "
+            f"chunk transfers is more than the limit of {limit:,} (a program that large takes "
+            "more memory and time than a run should); lower --chunks-per-npu, or raise the "
+            "limit with --max-transfers"
+        )
 
 
 def check_times(topology: Topology, size_bytes: int) -> None:

@@ -1,0 +1,122 @@
+"""Small input, small cost: sizes are checked before anything is allocated, and the bounds of
+large regular topologies come from closed forms (checked here by what they touch, not by how
+long they take)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+import topologies
+import topologies.build
+from chakra_ir.collective import CollectiveKind
+from collc import pipeline
+from collc.cli import cli
+from tacos.bounds import lower_bounds, regular_lower_bounds
+from topologies import parse_topology
+from topologies.regular import regular_grid
+
+GRIDS = [
+    "mesh:7x7",
+    "torus:4x4x3",
+    "torus:2x5x5",
+    "ring:50",
+    "uniring:45",
+    "fc:41",
+    "switch:41",
+    "hypercube:6",
+    "mesh:9x5,bw=[1GB/s,5GB/s]",
+    "stack:ring4*fc3*switch4,bw=[10GB/s,20GB/s,30GB/s],lat=[100ns,200ns,300ns]",
+    "stack:switch4*ring3*ring4",
+    "stack:fc7*switch7",
+]
+
+
+@pytest.mark.parametrize("spec", GRIDS)
+def test_regular_grid_matches_the_built_topology(spec: str) -> None:
+    grid = regular_grid(spec)
+    assert grid is not None
+    topo = parse_topology(spec)
+    assert grid.spec == topo.spec
+    assert (grid.num_npus, grid.num_links) == (topo.num_npus, len(topo.links))
+    assert grid.num_npus + grid.num_switches == topo.num_nodes
+
+
+@pytest.mark.parametrize("spec", ["ring:8,fail=0-1", "graph:3,links=0-1;1-2", "fred:8"])
+def test_other_specs_are_not_regular(spec: str) -> None:
+    assert regular_grid(spec) is None
+
+
+@pytest.mark.parametrize("spec", GRIDS)
+@pytest.mark.parametrize("kind", list(CollectiveKind))
+def test_closed_forms_equal_the_searched_bounds(spec: str, kind: CollectiveKind) -> None:
+    """Every grid here has more than 40 nodes, so `lower_bounds` searches the same cut family
+    the closed forms evaluate (no exact min-cut) and the latency over every pair."""
+    if kind is CollectiveKind.CUSTOM:
+        return
+    topo = parse_topology(spec)
+    grid = regular_grid(spec)
+    assert grid is not None
+    for any_chunking in (False, True):
+        for root in (0, 7, topo.num_npus - 1) if kind.rooted else (0,):
+            args = dict(chunks_per_npu=2, root=root, any_chunking=any_chunking)
+            searched = lower_bounds(kind, topo, 1 << 20, **args)  # type: ignore[arg-type]
+            closed = regular_lower_bounds(kind, grid, 1 << 20, **args)  # type: ignore[arg-type]
+            assert set(closed.items) == set(searched.items)
+            for name, value in searched.items.items():
+                assert math.isclose(closed.items[name], value, rel_tol=1e-9), (name, root)
+
+
+@pytest.mark.parametrize("spec", ["torus:128x128x64", "hypercube:16", "fc:464"])
+def test_bounds_of_large_grids_never_build_the_topology(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the topology was built")
+
+    monkeypatch.setattr(topologies.build, "_make", refuse)
+    res = CliRunner().invoke(cli, ["bounds", "-t", spec, "-c", "allreduce", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    grid = regular_grid(spec)
+    assert grid is not None and data["topology"] == grid.spec
+    assert data["best_ns"] == max(data["bounds_ns"].values()) > 0
+
+
+def test_torus_latency_bound_is_the_diameter() -> None:
+    grid = regular_grid("torus:128x128x64,lat=1000ns")
+    assert grid is not None
+    b = regular_lower_bounds(CollectiveKind.ALLGATHER, grid, 1 << 20, any_chunking=True)
+    assert b.items["latency"] == pytest.approx((64 + 64 + 32) * 1000)
+
+
+@pytest.mark.parametrize("chunks", ["1000000000", "7000000"])
+def test_chunks_per_npu_is_checked_before_synthesis(chunks: str, tmp_path: object) -> None:
+    res = CliRunner().invoke(
+        cli,
+        ["synthesize", "-t", "ring:8", "-c", "allreduce", "--chunks-per-npu", chunks, "-o", "x"],
+    )
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    want = 8 * 8 * int(chunks)
+    assert f"= {want:,} chunk transfers" in res.output and "--max-transfers" in res.output
+
+
+def test_the_transfer_limit_can_be_raised_and_lowered() -> None:
+    req = pipeline.Request("ring:4", CollectiveKind.ALLGATHER, "ring", 4096, chunks_per_npu=3)
+    result = pipeline.synthesize(req)
+    transfers = result.program.num_ranks * result.program.collective.size_chunks
+    with pytest.raises(topologies.errors.CollcError, match="more than the limit of"):
+        pipeline.synthesize(
+            pipeline.Request(
+                "ring:4", CollectiveKind.ALLGATHER, "ring", 4096, 3, max_transfers=transfers - 1
+            )
+        )
+    again = pipeline.synthesize(
+        pipeline.Request(
+            "ring:4", CollectiveKind.ALLGATHER, "ring", 4096, 3, max_transfers=transfers
+        )
+    )
+    assert again.program == result.program
