@@ -196,6 +196,10 @@ class SpecReader:
         if not token.text.isdigit() or not token.text.isascii():
             kind = "positive" if minimum >= 1 else "non-negative"
             raise self.error(f"{what} {token.text!r} is not a {kind} integer", token.col)
+        if len(token.text) > 18:
+            raise self.error(
+                f"{what} {token.text[:12]}... has {len(token.text)} digits (at most 18)", token.col
+            )
         value = int(token.text)
         if value < minimum:
             raise self.error(f"{what} must be at least {minimum}, not {value}", token.col)
