@@ -21,7 +21,7 @@ class Limits:
     recorded operations.
     """
 
-    max_steps: int = 10_000_000
+    max_steps: int = 2_000_000
     max_collection: int = 4_000_000
     max_alloc: int = 50_000_000
     max_call_depth: int = 64

@@ -52,8 +52,10 @@ def test_runaway_programs(body: str, message: str, line: int) -> None:
     assert err.pos is not None and err.pos.line == line
 
 
-def test_default_step_limit_is_ten_million() -> None:
-    assert Limits().max_steps == 10_000_000
+def test_default_step_limit_is_two_million() -> None:
+    # About as many steps as the 200,000 recorded operations take; a runaway loop stops in
+    # seconds (issue 10: no input may run for 20 s).
+    assert Limits().max_steps == 2_000_000
 
 
 def test_recorded_operations_are_capped() -> None:
