@@ -1,26 +1,52 @@
 """The one IR of collc: collectives and programs based on the Chakra execution trace."""
 
-from chakra_ir.collective import (
-    Buffer,
-    Collective,
-    CollectiveKind,
-    Contents,
-    custom_collective,
-    parse_collective_kind,
-)
-from chakra_ir.program import (
-    Copy,
-    Hints,
-    Op,
-    OpKind,
-    Program,
-    ProgramBuilder,
-    Recv,
-    Reduce,
-    Send,
-    Slice,
-)
-from chakra_ir.text import format_program, parse_program
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chakra_ir.collective import Buffer as Buffer
+    from chakra_ir.collective import Collective as Collective
+    from chakra_ir.collective import CollectiveKind as CollectiveKind
+    from chakra_ir.collective import Contents as Contents
+    from chakra_ir.collective import custom_collective as custom_collective
+    from chakra_ir.collective import parse_collective_kind as parse_collective_kind
+    from chakra_ir.program import Copy as Copy
+    from chakra_ir.program import Hints as Hints
+    from chakra_ir.program import Op as Op
+    from chakra_ir.program import OpKind as OpKind
+    from chakra_ir.program import Program as Program
+    from chakra_ir.program import ProgramBuilder as ProgramBuilder
+    from chakra_ir.program import Recv as Recv
+    from chakra_ir.program import Reduce as Reduce
+    from chakra_ir.program import Send as Send
+    from chakra_ir.program import Slice as Slice
+    from chakra_ir.text import format_program as format_program
+    from chakra_ir.text import parse_program as parse_program
+
+_LAZY: dict[str, str] = {
+    "Buffer": "chakra_ir.collective",
+    "Collective": "chakra_ir.collective",
+    "CollectiveKind": "chakra_ir.collective",
+    "Contents": "chakra_ir.collective",
+    "custom_collective": "chakra_ir.collective",
+    "parse_collective_kind": "chakra_ir.collective",
+    "Copy": "chakra_ir.program",
+    "Hints": "chakra_ir.program",
+    "Op": "chakra_ir.program",
+    "OpKind": "chakra_ir.program",
+    "Program": "chakra_ir.program",
+    "ProgramBuilder": "chakra_ir.program",
+    "Recv": "chakra_ir.program",
+    "Reduce": "chakra_ir.program",
+    "Send": "chakra_ir.program",
+    "Slice": "chakra_ir.program",
+    "format_program": "chakra_ir.text",
+    "parse_program": "chakra_ir.text",
+}
+"""Where each public name lives; it is imported on first use, so importing one submodule
+does not load them all (start-up time: `collc.cli` imports only what a command needs)."""
 
 __all__ = [
     "Buffer",
@@ -42,3 +68,12 @@ __all__ = [
     "parse_collective_kind",
     "parse_program",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

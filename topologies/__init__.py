@@ -5,10 +5,37 @@ Spec grammar: `topologies.spec` and SPEC.md. Inside, sizes are bytes, times ns a
 bytes per ns.
 """
 
-from topologies.build import from_networkx, load_topology_file, parse_topology
-from topologies.errors import CollcError, SourcePos, SpecError, TopologyError
-from topologies.hamiltonian import hamiltonian_cycle
-from topologies.topology import Link, Topology
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from topologies.build import from_networkx as from_networkx
+    from topologies.build import load_topology_file as load_topology_file
+    from topologies.build import parse_topology as parse_topology
+    from topologies.errors import CollcError as CollcError
+    from topologies.errors import SourcePos as SourcePos
+    from topologies.errors import SpecError as SpecError
+    from topologies.errors import TopologyError as TopologyError
+    from topologies.hamiltonian import hamiltonian_cycle as hamiltonian_cycle
+    from topologies.topology import Link as Link
+    from topologies.topology import Topology as Topology
+
+_LAZY: dict[str, str] = {
+    "from_networkx": "topologies.build",
+    "load_topology_file": "topologies.build",
+    "parse_topology": "topologies.build",
+    "CollcError": "topologies.errors",
+    "SourcePos": "topologies.errors",
+    "SpecError": "topologies.errors",
+    "TopologyError": "topologies.errors",
+    "hamiltonian_cycle": "topologies.hamiltonian",
+    "Link": "topologies.topology",
+    "Topology": "topologies.topology",
+}
+"""Where each public name lives; it is imported on first use, so importing one submodule
+does not load them all (start-up time: `collc.cli` imports only what a command needs)."""
 
 __all__ = [
     "CollcError",
@@ -22,3 +49,12 @@ __all__ = [
     "load_topology_file",
     "parse_topology",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
