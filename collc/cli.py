@@ -23,9 +23,11 @@ from chakra_ir.text import format_program
 from chakra_ir.verify import VerifyError
 from collc import pipeline
 from collc.exporters import EXPORTERS, ExportOptions
+from tacos.bounds import REGULAR_LINKS, regular_lower_bounds
 from topologies import parse_topology
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
+from topologies.regular import regular_grid
 from topologies.units import format_size_bytes, parse_size_bytes
 
 
@@ -266,6 +268,13 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@click.option(
+    "--max-transfers",
+    type=click.IntRange(min=1),
+    default=pipeline.MAX_TRANSFERS,
+    show_default=True,
+    help="Refuse programs of more chunk transfers (ranks x chunks) than this.",
+)
 def synthesize(
     topology: str,
     collective: CollectiveKind,
@@ -283,6 +292,7 @@ def synthesize(
     out: Path,
     as_json: bool,
     quiet: bool,
+    max_transfers: int,
 ) -> None:
     """Produce a verified program for a collective on a topology and write its ET files."""
     _check_groups_flags(groups, groups_independent)
@@ -300,6 +310,7 @@ def synthesize(
         completion,
         groups,
         groups_independent,
+        max_transfers=max_transfers,
     )
     result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
     files = pipeline.write(result, out)
@@ -328,8 +339,6 @@ def bounds(
 ) -> None:
     """Lower bounds on the time of a collective on a topology (of every group at once, with
     --groups)."""
-    topo = parse_topology(topology)
-    npus = pipeline.parse_placement(placement, topo) if placement else ()
     if chunks_per_npu < 1:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
     req = pipeline.Request(
@@ -340,10 +349,19 @@ def bounds(
         root=root,
         groups=groups,
     )
-    b = pipeline.bounds_for(req, topo, len(npus) or topo.num_npus, npus)
+    # A large regular grid gets its bounds in closed form, without building its links.
+    grid = None if placement or groups else regular_grid(topology)
+    if grid is not None and grid.num_links > REGULAR_LINKS:
+        spec = grid.spec
+        b = regular_lower_bounds(collective, grid, size, chunks_per_npu=chunks_per_npu, root=root)
+    else:
+        topo = parse_topology(topology)
+        spec = topo.spec
+        npus = pipeline.parse_placement(placement, topo) if placement else ()
+        b = pipeline.bounds_for(req, topo, len(npus) or topo.num_npus, npus)
     name, best = b.best
     data = {
-        "topology": topo.spec,
+        "topology": spec,
         "collective": collective.value,
         "size_bytes": size,
         "chunks_per_npu": chunks_per_npu,
@@ -357,7 +375,7 @@ def bounds(
 
     def human() -> None:
         each = f" in each of --groups {groups}" if groups else ""
-        click.echo(f"{collective.value} of {format_size_bytes(size)}{each} on {topo.spec}")
+        click.echo(f"{collective.value} of {format_size_bytes(size)}{each} on {spec}")
         for k, v in sorted(b.items.items(), key=lambda kv: -kv[1]):
             mark = "*" if k == name else " "
             click.echo(f" {mark} {k:<9} {_us(v):>16}  {b.descriptions.get(k, '')}")
