@@ -10,12 +10,16 @@ replaced only once the new one is complete.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,6 +207,14 @@ def _check_extra(extra: dict[str, Any], where: SourcePos) -> None:
         raise OutputError(f"field 'extra.lower_bound' must be a string, not {_show(lb)}", where)
 
 
+def umask_mode(mode: int = 0o666) -> int:
+    """``mode`` as the process's umask lets a new file have it: for files written through a
+    private temporary (``tempfile.mkstemp`` makes them 0600) and then renamed into place."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return mode & ~umask
+
+
 def chunk_bytes_for(collective: Collective, size_bytes: int) -> int:
     """Bytes per chunk for a collective of ``size_bytes`` (the largest buffer, as nccl-tests).
 
@@ -223,7 +235,7 @@ def replace_dir(tmp: Path, out: Path) -> None:
     replaced; both must be on one file system (``tmp`` is made beside ``out``).
     """
     if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
         os.rename(out, old / out.name)
         os.rename(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
@@ -254,20 +266,79 @@ def write_output(
     out = Path(out)
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
-    try:
-        files = write_et_files(program, tmp, manifest.et_prefix, manifest.chunk_bytes, **et_options)
-        with open(tmp / MANIFEST, "w") as f:
-            json.dump(manifest.to_json(), f, indent=2)
-            f.write("\n")
-        _atomic_replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    remove_stale_temporaries(out)
+    with terminate_as_exit():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=parent))
+        # mkdtemp makes it private; the result is an ordinary folder
+        os.chmod(tmp, umask_mode(0o777))
+        try:
+            files = write_et_files(
+                program, tmp, manifest.et_prefix, manifest.chunk_bytes, **et_options
+            )
+            with open(tmp / MANIFEST, "w") as f:
+                json.dump(manifest.to_json(), f, indent=2)
+                f.write("\n")
+            _atomic_replace_dir(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return [out / Path(p).name for p in [*files, tmp / MANIFEST]]
+
+
+@contextlib.contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM raises SystemExit(143) instead of
+    ending the process at once, so the ``except``/``finally`` clauses that remove temporaries
+    run. The previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>[0-9]+)-[^/]*")
+
+
+def remove_stale_temporaries(out: Path | str) -> list[Path]:
+    """Remove the hidden temporaries ``.OUT.tmp-PID-*`` and ``.OUT.old-PID-*`` beside ``out``
+    that processes no longer running left (killed by SIGKILL, or a crash); returns them.
+
+    A temporary whose process is alive (or whose pid was reused) is left alone.
+    """
+    out = Path(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    removed = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMPORARY.fullmatch(entry.name)
+        if m is None or m["name"] != out.name or not entry.is_dir():
+            continue
+        if _alive(int(m["pid"])):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
 
 
 def read_manifest(out: Path | str) -> Manifest:

@@ -32,6 +32,8 @@ from topologies.units import format_size_bytes, parse_size_bytes
 
 
 def _report(err: CollcError) -> None:
+    if sys.stderr.isatty():  # clear a phase or progress line first
+        click.echo("\r\033[K", err=True, nl=False)
     click.echo(f"collc: error: {err}", err=True)
     caret = err.caret()
     if caret:
@@ -108,9 +110,18 @@ def cli() -> None:
     """collc: a compiler toolchain for collective-communication algorithms."""
 
 
-def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> dict[str, Any]:
+def _summary(
+    result: pipeline.Result,
+    out: Path | None,
+    files: list[Path],
+    *,
+    requested_bytes: int | None = None,
+) -> dict[str, Any]:
+    """The summary of a produced program; ``requested_bytes`` is the --size asked for (the
+    manifest's size is it rounded up to whole chunks)."""
     p, m = result.program, result.manifest
     return {
+        "requested_size_bytes": requested_bytes,
         "algorithm": m.algorithm,
         "collective": p.collective.kind.value,
         "ranks": p.num_ranks,
@@ -129,6 +140,8 @@ def _summary(result: pipeline.Result, out: Path | None, files: list[Path]) -> di
         "estimated_ns": result.estimated_ns,
         "lower_bound_ns": result.bound[1],
         "lower_bound": result.bound[0],
+        # TACOS's bound holds for its own chunking; simulate prints the one for any program
+        "tacos_chunks_per_npu": result.bounds_chunks,
         "ratio": result.ratio,
         "seconds": {k: round(v, 4) for k, v in result.seconds.items()},
         "output": str(out) if out else None,
@@ -154,13 +167,24 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"{format_size_bytes(s['size_bytes'])} ({s['chunk_bytes']} B per chunk, "
         f"{s['chunks_per_rank']} chunks per rank)"
     )
+    asked = s.get("requested_size_bytes")
+    if asked is not None and asked != s["size_bytes"]:
+        size += (
+            f"; --size {format_size_bytes(asked)} rounded up to whole chunks "
+            f"(+{s['size_bytes'] - asked} B)"
+        )
     rows = [("size", size)]
     if s["estimated_ns"] is not None:
         how = "simulated, every group at once; " if s.get("groups") else ""
         rows.append(
             ("estimate", f"{_us(s['estimated_ns'])} ({how}sends complete {s['completion']})")
         )
-    bound = f"{_us(s['lower_bound_ns'])} ({s['lower_bound']})"
+    scope = (
+        f"for its chunking, {s['tacos_chunks_per_npu']} chunks per NPU"
+        if s.get("tacos_chunks_per_npu")
+        else "for any program"
+    )
+    bound = f"{_us(s['lower_bound_ns'])} ({s['lower_bound']}, {scope})"
     if s["ratio"] is not None:
         bound += f", ratio {s['ratio']:.3f}"
     rows += [
@@ -181,13 +205,31 @@ def _check_groups_flags(groups: str, independent: bool) -> None:
         raise CollcError("--groups-independent needs --groups")
 
 
+def _phases(quiet: bool) -> Callable[[str | None], None]:
+    """Show the current phase on one stderr line when stderr is a terminal (never in --json
+    runs or pipes); ``None`` clears the line."""
+    if quiet or not sys.stderr.isatty():
+        return lambda _msg: None
+    width = [0]
+
+    def show(msg: str | None) -> None:
+        text = "" if msg is None else f"  {msg} ..."
+        click.echo("\r" + text.ljust(width[0]) + ("\r" if msg is None else ""), err=True, nl=False)
+        width[0] = max(width[0], len(text))
+
+    return show
+
+
 def _progress(quiet: bool) -> pipeline.Progress | None:
     """A progress line on a terminal; nothing when quiet or not a terminal."""
     if quiet or not sys.stderr.isatty():
         return None
 
     def show(fraction: float) -> None:
-        click.echo(f"\r  synthesizing {100 * fraction:5.1f}%", err=True, nl=fraction >= 1.0)
+        if fraction >= 1.0:  # what follows (verify, bounds, gates) has no fraction to show
+            click.echo("\r  synthesized 100%; verifying the program ...", err=True, nl=False)
+        else:
+            click.echo(f"\r  synthesizing {100 * fraction:5.1f}%", err=True, nl=False)
 
     return show
 
@@ -312,9 +354,13 @@ def synthesize(
         groups_independent,
         max_transfers=max_transfers,
     )
+    phase = _phases(quiet or as_json)
+    phase("reading the topology")
     result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
+    phase(f"writing {result.program.num_ranks} ET files into {out}")
     files = pipeline.write(result, out)
-    s = _summary(result, out, files)
+    phase(None)
+    s = _summary(result, out, files, requested_bytes=size)
     _emit(as_json, s, lambda: _print_summary(s))
 
 
@@ -392,8 +438,11 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
     A folder of ET files from another tool (no manifest) gets the checks that need no collc
     attributes: structure and progress.
     """
+    phase = _phases(as_json)
+    phase(f"reading and verifying {folder}")
     if folder.is_dir() and not (folder / MANIFEST).exists() and any(folder.glob("*.et")):
         checked = pipeline.verify_foreign(folder)
+        phase(None)
         if isinstance(checked, pipeline.ForeignReport):
             note = "semantics not checkable: the files carry no collc attributes"
             nodes = f"{checked.tasks} nodes"
@@ -417,6 +466,7 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
         )
         return
     manifest, program, report = pipeline.load(folder)
+    phase(None)
     assert report is not None
     data = {
         "folder": str(folder),
@@ -481,6 +531,13 @@ def inspect(target: Path, as_json: bool) -> None:
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Chrome/Perfetto trace.")
 @click.option("--plot", type=click.Path(path_type=Path), help="Link-utilization heatmap (PNG).")
 @click.option("--gantt", type=click.Path(path_type=Path), help="Per-link Gantt chart (PNG).")
+@click.option(
+    "--gantt-links",
+    type=click.IntRange(1, 5000),
+    default=64,
+    show_default=True,
+    help="Rows of the Gantt chart: the busiest links.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def simulate(
     folder: Path,
@@ -493,13 +550,19 @@ def simulate(
     timeline: Path | None,
     plot: Path | None,
     gantt: Path | None,
+    gantt_links: int,
     as_json: bool,
 ) -> None:
     """Simulate an output folder's program on its topology."""
     from backends.sim import plot_gantt, plot_links, write_timeline
+    from backends.sim.plots import require_matplotlib
 
     if model != "congestion" and (plot is not None or gantt is not None):
         raise CollcError(f"--plot and --gantt need link loads, which the {model} model has not")
+    if plot is not None or gantt is not None:
+        require_matplotlib()  # before anything is simulated or written
+    phase = _phases(as_json)
+    phase(f"reading, verifying and simulating {folder}")
     req = pipeline.SimRequest(
         folder,
         topology,
@@ -512,18 +575,25 @@ def simulate(
     )
     result, topo, estimate = pipeline.simulate_folder(req)
     written = []
+    gantt_rows: tuple[int, int] | None = None
     if timeline is not None:
+        phase(f"writing {timeline}")
         write_timeline(result, timeline)
         written.append(str(timeline))
     if plot is not None:
+        phase(f"drawing {plot}")
         plot_links(result, topo, plot)
         written.append(str(plot))
     if gantt is not None:
-        plot_gantt(result, gantt)
+        phase(f"drawing {gantt}")
+        gantt_rows = plot_gantt(result, gantt, max_links=gantt_links)
         written.append(str(gantt))
+    phase(None)
     data = result.to_json()
     data["estimated_ns"] = estimate
     data["files"] = written
+    if gantt_rows is not None:
+        data["gantt_links"] = {"shown": gantt_rows[0], "in_use": gantt_rows[1]}
 
     def human() -> None:
         click.echo(result.summary())
@@ -534,6 +604,11 @@ def simulate(
             )
         for f in written:
             click.echo(f"wrote {f}")
+        if gantt_rows is not None and gantt_rows[0] < gantt_rows[1]:
+            click.echo(
+                f"the Gantt chart shows the {gantt_rows[0]} busiest of {gantt_rows[1]:,} links "
+                "in use (--gantt-links N for more)"
+            )
 
     _emit(as_json, data, human)
 
@@ -572,7 +647,11 @@ def bench(
     quiet: bool,
 ) -> None:
     """Every applicable algorithm produced, verified and simulated on one topology."""
+    from backends.sim.plots import require_matplotlib
     from collc.bench import format_report, parse_sizes, run_bench
+
+    if plot is not None:
+        require_matplotlib()  # before the (long) runs, not after them
 
     if chunks_per_npu < 1:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
@@ -763,7 +842,7 @@ def import_cmd(
     for warning in result.manifest.extra.get("warnings", []):
         click.echo(f"collc: warning: {xml}: {warning}", err=True)
     files = pipeline.write(result, out)
-    s = _summary(result, out, files)
+    s = _summary(result, out, files, requested_bytes=size)
     _emit(as_json, s, lambda: _print_summary(s))
 
 

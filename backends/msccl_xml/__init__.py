@@ -32,6 +32,7 @@ from pathlib import Path
 from backends.msccl_xml.compile import compile_program
 from backends.msccl_xml.emit import emit
 from backends.msccl_xml.errors import XmlDeadlockError, XmlExportError, XmlLimitError
+from chakra_ir.outdir import umask_mode
 from chakra_ir.program import Program
 from mscclang_frontend.xml.options import XmlOptions
 from topologies.topology import Topology
@@ -81,6 +82,7 @@ def export(
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

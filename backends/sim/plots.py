@@ -17,6 +17,7 @@ import numpy as np
 
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult
+from chakra_ir.outdir import umask_mode
 from topologies.topology import Topology
 
 MAX_GANTT_ROWS = 64
@@ -44,6 +45,7 @@ def _save(fig: Any, canvas_cls: Any, path: str | os.PathLike[str]) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
         os.replace(tmp, target)
     except ValueError as e:
         Path(tmp).unlink(missing_ok=True)
@@ -165,12 +167,23 @@ def plot_links(result: SimResult, topology: Topology, path: str | os.PathLike[st
     _save(fig, Canvas, path)
 
 
-def plot_gantt(result: SimResult, path: str | os.PathLike[str]) -> None:
+def require_matplotlib() -> None:
+    """SimError (saying how to install it) unless matplotlib can be imported: callers check
+    this before they simulate or write anything, so a missing plot leaves no other output."""
+    _matplotlib()
+
+
+def plot_gantt(
+    result: SimResult, path: str | os.PathLike[str], *, max_links: int = MAX_GANTT_ROWS
+) -> tuple[int, int]:
     """Draw when each link was busy (one row per link, bars colored by sending rank).
 
-    With more than 64 links in use, the 64 busiest are drawn. Requires a result simulated
-    with ``keep_timeline=True`` under the congestion model (SimError otherwise).
+    With more than ``max_links`` links in use, the ``max_links`` busiest are drawn and the
+    title says so. Returns ``(links drawn, links in use)``. Requires a result simulated with
+    ``keep_timeline=True`` under the congestion model (SimError otherwise).
     """
+    if max_links < 1:
+        raise SimError(f"the Gantt chart needs at least one link row, not {max_links}")
     Figure, Canvas, colormaps = _matplotlib()
     tl = result.timeline
     if tl is None:
@@ -179,9 +192,10 @@ def plot_gantt(result: SimResult, path: str | os.PathLike[str]) -> None:
     if rec is None or len(rec.link) == 0:
         raise SimError(f"the {result.model} model records no link occupancy to draw")
     used = np.unique(rec.link)
-    if len(used) > MAX_GANTT_ROWS:
+    in_use = len(used)
+    if in_use > max_links:
         busy = result.link_busy_ns[used]
-        used = np.sort(used[np.argsort(-busy, kind="stable")[:MAX_GANTT_ROWS]])
+        used = np.sort(used[np.argsort(-busy, kind="stable")[:max_links]])
     row_of = {int(li): i for i, li in enumerate(used.tolist())}
     fig = Figure(figsize=(11, max(2.5, 0.28 * len(used) + 1.2)))
     ax = fig.add_subplot(1, 1, 1)
@@ -205,8 +219,14 @@ def plot_gantt(result: SimResult, path: str | os.PathLike[str]) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("time (µs)")
     ax.set_xlim(0, max(result.finish_ns / 1000, 1e-9))
-    ax.set_title(f"link occupancy, {result.model} model on {result.topology}")
+    title = f"link occupancy, {result.model} model on {result.topology}"
+    if len(used) < in_use:
+        title += f"\nthe {len(used)} busiest of {in_use:,} links in use (more: --gantt-links)"
+    else:
+        title += f"\nall {in_use:,} links in use"
+    ax.set_title(title)
     _save(fig, Canvas, path)
+    return len(used), in_use
 
 
 def plot_series(

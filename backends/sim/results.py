@@ -227,7 +227,8 @@ class SimResult:
         if self.bound_ratio is not None:
             assert self.lower_bound_ns is not None
             lines.append(
-                f"lower bound {self.lower_bound_ns / 1000:.3f} us ({self.lower_bound_name}): "
+                f"lower bound {self.lower_bound_ns / 1000:.3f} us ({self.lower_bound_name}, for "
+                "any program): "
                 f"{self.bound_ratio:.3f}x"
             )
         b = self.busiest_link

@@ -29,6 +29,7 @@ import numpy as np
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult, Timeline
 from backends.sim.tasks import DETAIL_NAMES, TaskKind
+from chakra_ir.outdir import umask_mode
 
 LINKS_PID = 1
 RANK_PID_BASE = 100
@@ -147,6 +148,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

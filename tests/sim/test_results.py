@@ -56,7 +56,7 @@ def test_to_json_and_summary() -> None:
     assert d["bound_ratio"] is None
     r.lower_bound_ns, r.lower_bound_name = 1560.0, "latency"
     assert r.to_json()["bound_ratio"] == pytest.approx(2.0)
-    assert "(latency): 2.000x" in r.summary()
+    assert "(latency, for any program): 2.000x" in r.summary()
 
 
 def test_deterministic() -> None:
