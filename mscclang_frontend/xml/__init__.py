@@ -7,9 +7,44 @@ from the header. The format facts and `XmlOptions` live here too, so the writer
 (``backends.msccl_xml``) shares them.
 """
 
-from mscclang_frontend.xml.errors import XmlError
-from mscclang_frontend.xml.limits import XmlLimits
-from mscclang_frontend.xml.lower import ImportedProgram, locate_xml_error, read_xml
-from mscclang_frontend.xml.options import XmlOptions
+from __future__ import annotations
 
-__all__ = ["ImportedProgram", "XmlError", "XmlLimits", "XmlOptions", "locate_xml_error", "read_xml"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mscclang_frontend.xml.errors import XmlError as XmlError
+    from mscclang_frontend.xml.limits import XmlLimits as XmlLimits
+    from mscclang_frontend.xml.lower import ImportedProgram as ImportedProgram
+    from mscclang_frontend.xml.lower import locate_xml_error as locate_xml_error
+    from mscclang_frontend.xml.lower import read_xml as read_xml
+    from mscclang_frontend.xml.options import XmlOptions as XmlOptions
+
+_LAZY: dict[str, str] = {
+    "XmlError": "mscclang_frontend.xml.errors",
+    "XmlLimits": "mscclang_frontend.xml.limits",
+    "ImportedProgram": "mscclang_frontend.xml.lower",
+    "locate_xml_error": "mscclang_frontend.xml.lower",
+    "read_xml": "mscclang_frontend.xml.lower",
+    "XmlOptions": "mscclang_frontend.xml.options",
+}
+"""Where each public name lives, imported on first use (the writer imports the options
+without the reader)."""
+
+__all__ = [
+    "ImportedProgram",
+    "XmlError",
+    "XmlLimits",
+    "XmlOptions",
+    "locate_xml_error",
+    "read_xml",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
