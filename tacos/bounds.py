@@ -16,6 +16,9 @@ For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` by
 - ``latency``: some chunk must travel from its rank to the farthest other rank, store and
   forward: the largest shortest-path time with hop cost ``a_e + s/B_e`` (over all pairs of
   ranks, or over pairs from a sample of `LATENCY_SAMPLE` ranks on large topologies).
+- ``hop-bytes`` (All-to-All): every block keeps the links of its cheapest path busy, and all
+  links share that work: ``sum over pairs of block x sum_e 1/B_e on the cheapest path / number
+  of links``.
 - ``chunk``: every rank must receive ``(n-1) c`` chunks, and in-link ``e`` delivers its ``j``-th
   chunk no earlier than ``a_e + j s/B_e``: the least ``T`` by which the in-links can deliver
   them all. (The reference's form with a link busy for ``a_e + s/B_e`` per chunk assumes links
@@ -524,14 +527,62 @@ def _alltoall(
                 bw = sum(lk.bandwidth_bytes_per_ns for lk in links)
                 lat = min(lk.latency_ns for lk in links)
                 cut = max(cut, lat + k_in * k_out * block / bw)
-    items = {"ingress": ingress, "egress": egress, "cut": cut, "latency": latency}
+    items = {
+        "ingress": ingress,
+        "egress": egress,
+        "cut": cut,
+        "latency": latency,
+        "hop-bytes": _hop_bytes(net, ranks, block),
+    }
     desc = {
         "ingress": "every rank receives a block from every other rank",
         "egress": "every rank sends a block to every other rank",
         "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
         "latency": DESCRIPTIONS["latency"],
+        "hop-bytes": "every block crosses the links of its cheapest path; all links share that",
     }
     return Bounds(items, desc)
+
+
+def _hop_bytes(net: Net, ranks: list[int], block: float) -> float:
+    """Every block of ``block`` bytes keeps the links of a path busy for at least the sum of
+    ``block / B_e`` over the cheapest such path, and the links work side by side: ``T >= sum
+    over pairs of that time / number of links``."""
+    if not net.links:
+        return 0.0
+    out, _ = _adjacency(net)
+    uniform = len({lk.bandwidth_bytes_per_ns for lk in net.links}) == 1
+    total = 0.0
+    for s in ranks:
+        if uniform:
+            hops = [-1] * net.num_nodes
+            hops[s] = 0
+            frontier = [s]
+            while frontier:
+                nxt = []
+                for x in frontier:
+                    for lk in out[x]:
+                        if hops[lk.dst] < 0:
+                            hops[lk.dst] = hops[x] + 1
+                            nxt.append(lk.dst)
+                frontier = nxt
+            per_byte = 1.0 / net.links[0].bandwidth_bytes_per_ns
+            total += sum(hops[d] for d in ranks if d != s) * per_byte
+        else:
+            dist = [math.inf] * net.num_nodes
+            dist[s] = 0.0
+            heap = [(0.0, s)]
+            while heap:
+                t, x = heapq.heappop(heap)
+                if t > dist[x]:
+                    continue
+                for lk in out[x]:
+                    nt = t + 1.0 / lk.bandwidth_bytes_per_ns
+                    if nt < dist[lk.dst]:
+                        dist[lk.dst] = nt
+                        heapq.heappush(heap, (nt, lk.dst))
+            total += sum(dist[d] for d in ranks if d != s)
+    return total * block / len(net.links)
 
 
 # -- closed forms for regular grids ----------------------------------------------------------

@@ -1,6 +1,7 @@
 """`synthesize`: a collective on a topology -> a verified-shape Program and its estimated time.
 
-All-Gather, Broadcast and Gather are synthesized forward (`tacos.matching`). Reduce-Scatter,
+All-Gather, Broadcast and Gather are synthesized forward (`tacos.matching`). All-to-All has a
+matching of its own (`tacos.alltoall`). Reduce-Scatter,
 Reduce and Scatter are the reversal (`tacos.reversal`) of All-Gather, Broadcast and Gather
 synthesized on the transposed topology. All-Reduce is that Reduce-Scatter followed by an
 All-Gather; on a topology that is its own transpose one synthesis serves both halves.
@@ -51,6 +52,7 @@ SUPPORTED = frozenset(
         CollectiveKind.REDUCE,
         CollectiveKind.GATHER,
         CollectiveKind.SCATTER,
+        CollectiveKind.ALLTOALL,
     }
 )
 
@@ -59,7 +61,8 @@ def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int
     """The ``Collective.chunks_per_rank`` that gives "``chunks_per_npu`` chunks per NPU".
 
     All-Gather, Reduce-Scatter, Gather, Scatter: each rank contributes (or owns)
-    ``chunks_per_npu`` chunks, so ``chunks_per_npu``. All-Reduce, Broadcast, Reduce: one buffer
+    ``chunks_per_npu`` chunks, so ``chunks_per_npu``. All-to-All: ``chunks_per_npu`` chunks
+    for every pair of ranks. All-Reduce, Broadcast, Reduce: one buffer
     cut into ``num_ranks * chunks_per_npu`` chunks (All-Reduce's Reduce-Scatter half then leaves
     ``chunks_per_npu`` reduced chunks on each rank). Raises TacosError for values below 1 or a
     kind TACOS does not synthesize.
@@ -125,6 +128,12 @@ def synthesize(
     t0 = time.perf_counter()
     kind = collective.kind
     _check_kind(kind)
+    if kind is CollectiveKind.ALLTOALL:
+        from tacos.alltoall import synthesize_alltoall  # it builds on this module
+
+        return synthesize_alltoall(
+            collective, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress
+        )
     if not (
         isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
     ):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.collective import Collective, CollectiveKind, custom_collective
 from chakra_ir.program import OpKind
 from chakra_ir.verify import verify
 from tacos import Tacos, TacosError, chunks_for, synthesize
@@ -164,8 +164,8 @@ def test_errors() -> None:
         chunks_for(CollectiveKind.ALLGATHER, 4, 0)
     with pytest.raises(TacosError, match="size"):
         Tacos(size_bytes=0)
-    with pytest.raises(TacosError, match="alltoall"):
-        synthesize(Collective(CollectiveKind.ALLTOALL, 4, 4), t, 1e6)
+    with pytest.raises(TacosError, match="does not synthesize custom"):
+        synthesize(custom_collective(2, [[None], [None]], [[None], [None]]), t, 1e6)
     with pytest.raises(CollcError, match="root 7"):
         Collective(CollectiveKind.BROADCAST, 4, 4, root=7)
     with pytest.raises(TacosError, match="not an NPU"):
