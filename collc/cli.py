@@ -12,23 +12,31 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from backends.sim import MODELS as SIM_MODELS
 from chakra_ir.collective import CollectiveKind, parse_collective_kind
-from chakra_ir.outdir import MANIFEST
-from chakra_ir.text import format_program
-from chakra_ir.verify import VerifyError
-from collc import pipeline
-from collc.exporters import EXPORTERS, ExportOptions
-from tacos.bounds import REGULAR_LINKS, regular_lower_bounds
-from topologies import parse_topology
+from collc import registry
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
 from topologies.regular import regular_grid
 from topologies.units import format_size_bytes, parse_size_bytes
+
+# Start-up: importing this module loads no numpy, networkx, lark, protobuf, ortools,
+# matplotlib, optuna or ray (tests/test_cli_startup.py). Option choices come from
+# `collc.registry`; each command imports what it needs when it runs, and `pipeline` is
+# executed on its first use. Keep that rule for every command added.
+if TYPE_CHECKING:
+    from collc import pipeline
+else:
+    pipeline = registry.lazy_module("collc.pipeline")
+
+
+def _is_verify_error(err: CollcError) -> bool:
+    """Whether ``err`` is a `chakra_ir.verify.VerifyError` (loaded if one was raised)."""
+    verify = sys.modules.get("chakra_ir.verify")
+    return verify is not None and isinstance(err, verify.VerifyError)
 
 
 def _report(err: CollcError) -> None:
@@ -46,10 +54,10 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except VerifyError as err:
-            _report(err)
-            ctx.exit(1 if ctx.invoked_subcommand == "verify" else 2)
         except CollcError as err:
+            if _is_verify_error(err):
+                _report(err)
+                ctx.exit(1 if ctx.invoked_subcommand == "verify" else 2)
             _report(err)
             ctx.exit(2)
         except BrokenPipeError:
@@ -234,7 +242,7 @@ def _progress(quiet: bool) -> pipeline.Progress | None:
     return show
 
 
-_ALGORITHM_HELP = "; ".join(f"{k}: {v}" for k, v in pipeline.DESCRIPTIONS.items())
+_ALGORITHM_HELP = "; ".join(f"{k}: {v}" for k, v in registry.ALGORITHMS.items())
 
 _COMPLETION_HELP = (
     "When a send completes: on-arrival (ASTRA-sim's rule: what depends on a send waits for its "
@@ -281,8 +289,8 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--algorithm",
     "-a",
-    type=click.Choice(list(pipeline.ALGORITHMS)),
-    default=pipeline.DEFAULT_ALGORITHM,
+    type=click.Choice(list(registry.ALGORITHMS)),
+    default=registry.DEFAULT_ALGORITHM,
     show_default=True,
     help=_ALGORITHM_HELP,
 )
@@ -313,7 +321,7 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--max-transfers",
     type=click.IntRange(min=1),
-    default=pipeline.MAX_TRANSFERS,
+    default=registry.MAX_TRANSFERS,
     show_default=True,
     help="Refuse programs of more chunk transfers (ranks x chunks) than this.",
 )
@@ -397,6 +405,9 @@ def bounds(
     )
     # A large regular grid gets its bounds in closed form, without building its links.
     grid = None if placement or groups else regular_grid(topology)
+    from tacos.bounds import REGULAR_LINKS, regular_lower_bounds
+    from topologies import parse_topology
+
     if grid is not None and grid.num_links > REGULAR_LINKS:
         spec = grid.spec
         b = regular_lower_bounds(collective, grid, size, chunks_per_npu=chunks_per_npu, root=root)
@@ -440,7 +451,7 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
     """
     phase = _phases(as_json)
     phase(f"reading and verifying {folder}")
-    if folder.is_dir() and not (folder / MANIFEST).exists() and any(folder.glob("*.et")):
+    if folder.is_dir() and not (folder / registry.MANIFEST).exists() and any(folder.glob("*.et")):
         checked = pipeline.verify_foreign(folder)
         phase(None)
         if isinstance(checked, pipeline.ForeignReport):
@@ -493,6 +504,7 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of the text form.")
 def inspect(target: Path, as_json: bool) -> None:
     """Print an output folder as the stable text form, or one ET file's nodes."""
+    from chakra_ir.text import format_program
     from collc import inspect_cmd
 
     if target.is_dir():
@@ -512,10 +524,10 @@ def inspect(target: Path, as_json: bool) -> None:
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option(
     "--model",
-    type=click.Choice(list(SIM_MODELS)),
+    type=click.Choice(list(registry.SIM_MODELS)),
     default="congestion",
     show_default=True,
-    help="; ".join(f"{m.name}: {m.description}" for m in SIM_MODELS.values()),
+    help="; ".join(f"{k}: {v}" for k, v in registry.SIM_MODELS.items()),
 )
 @click.option(
     "--topology", "-t", default=None, help="Override (must match) or give one for foreign ETs."
@@ -848,7 +860,7 @@ def import_cmd(
 
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
-@click.option("--target", required=True, type=click.Choice(list(EXPORTERS)))
+@click.option("--target", required=True, type=click.Choice(list(registry.EXPORT_TARGETS)))
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--topology", "-t", default=None, help="Override (must match the folder's).")
 @click.option("--force", is_flag=True, help="Accept a topology that differs from the folder's.")
@@ -876,6 +888,8 @@ def export(
     as_json: bool,
 ) -> None:
     """Write an output folder's program for another tool (never changes the program)."""
+    from collc.exporters import EXPORTERS, ExportOptions
+
     manifest, program, _ = pipeline.load(folder)
     topo = pipeline.topology_of(manifest, topology, force=force)
     options = ExportOptions(fusion, protocol, coll, min_bytes or 0, max_bytes or 0)

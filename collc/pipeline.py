@@ -538,6 +538,7 @@ def compile_msccl_all(
 ) -> tuple[list[tuple[str, Result]], str]:
     """Compile every MSCCLProgram an MSCCLang file builds (or the one ``program`` names);
     returns (name, result) per program and what the file printed."""
+    import collc.exporters  # noqa: F401  (registers the emitter of the programs' XML())
     from mscclang_frontend import compile_file_all, select_program
 
     seconds: dict[str, float] = {}

@@ -1,0 +1,94 @@
+"""Static registries of names the CLI shows before any command runs, and a lazy module.
+
+``import collc.cli`` must load none of numpy, networkx, lark, protobuf, ortools, matplotlib,
+optuna or ray (issue 12: start-up time), so the choices and help texts of its options come
+from here, not from the packages that implement them; each command imports what it needs when
+it runs. ``tests/test_cli_startup.py`` holds that these copies equal the real registries
+(`collc.pipeline.ALGORITHMS`/`DESCRIPTIONS`, `backends.sim.MODELS`, `collc.exporters.EXPORTERS`):
+add a producer, model or target there and here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+ALGORITHMS: dict[str, str] = {
+    "tacos": (
+        "TACOS: greedy link-chunk matching on a time-expanded network (any topology, "
+        "switches, failures, heterogeneous links); RS/Reduce/Scatter by reversal, AR = RS "
+        "+ AG"
+    ),
+    "ring": (
+        "unidirectional ring along a Hamiltonian cycle of the placed NPUs, pipelined over "
+        "sub-chunks (all-reduce = reduce-scatter + all-gather, 2(N-1) steps)"
+    ),
+    "ring-bidir": ("two rings in opposite directions, each carrying half of the data"),
+    "direct": (
+        "every rank exchanges with every other rank directly, shift-scheduled (all-reduce "
+        "= direct reduce-scatter + direct all-gather)"
+    ),
+    "rhd": (
+        "recursive halving-doubling, log2 N steps per phase; non-powers of two fold the "
+        "extra ranks into partners (Rabenseifner)"
+    ),
+    "dbt": (
+        "double binary tree (NCCL style): two complementary trees, chunks alternate "
+        "trees, reduce up then broadcast down, pipelined"
+    ),
+    "dimensional": (
+        "all-to-all dimension by dimension on a grid topology: a direct all-to-all inside "
+        "every line of one dimension, then the next (chunks for each peer sent together)"
+    ),
+    "hierarchical": (
+        "multi-dimensional on a grid topology, every NPU one rank (ASTRA-sim "
+        "localBWAware): reduce-scatter along dims 0..n-1, all-gather back n-1..0; ring on "
+        "ring/mesh dims, direct on fc/switch dims; chunks_per_rank/natural streams "
+        "pipelined through per-dimension queues"
+    ),
+    "themis": (
+        "hierarchical with Themis (offlineGreedy) scheduling: each stream its own "
+        "dimension order, chosen to keep heterogeneous dimensions equally busy"
+    ),
+}
+"""Producers by name, with their descriptions (`collc.pipeline.DESCRIPTIONS`)."""
+
+DEFAULT_ALGORITHM = "tacos"
+MAX_TRANSFERS = 50_000_000
+"""`collc.pipeline.MAX_TRANSFERS`."""
+
+SIM_MODELS: dict[str, str] = {
+    "congestion": ("links as FIFO servers, store-and-forward hop by hop, under collc's cost model"),
+    "analytical": (
+        "ASTRA-sim's congestion-unaware analytical backend running the program as a "
+        "custom collective"
+    ),
+    "astra-aware": (
+        "ASTRA-sim's congestion-aware analytical backend running the program as a custom "
+        "collective (per-link FIFO, whole ns per hop, ASTRA-sim's routes)"
+    ),
+}
+"""Simulation models by name, with their descriptions (`backends.sim.MODELS`)."""
+
+EXPORT_TARGETS = ("msccl-xml", "astra-sim")
+"""`collc.exporters.EXPORTERS`, in order."""
+
+MANIFEST = "manifest.json"
+"""`chakra_ir.outdir.MANIFEST`."""
+
+
+def lazy_module(name: str) -> ModuleType:
+    """Module ``name``, executed on the first access to one of its attributes (at once when it
+    is already imported)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
