@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from baselines.base import Baseline, BaselineError, program_name
 from baselines.dbt import DBT_KINDS, dbt_granularity, dbt_program
+from baselines.dimensional import DIMENSIONAL_KINDS, dimensional_granularity, dimensional_program
 from baselines.direct import DIRECT_KINDS, direct_granularity, direct_program
 from baselines.hierarchical import (
     HIERARCHICAL_KINDS,
@@ -54,6 +55,10 @@ def _rhd(collective: Collective, topology: Topology) -> Program:
 
 def _dbt(collective: Collective, topology: Topology) -> Program:
     return dbt_program(collective, name=program_name("dbt", collective))
+
+
+def _dimensional(collective: Collective, topology: Topology) -> Program:
+    return dimensional_program(collective, topology, name=program_name("dimensional", collective))
 
 
 def _hierarchical(collective: Collective, topology: Topology) -> Program:
@@ -110,6 +115,14 @@ ALGORITHMS: dict[str, Baseline] = {
             pipeline_default=16,
         ),
         Baseline(
+            "dimensional",
+            "all-to-all dimension by dimension on a grid topology: a direct all-to-all inside "
+            "every line of one dimension, then the next (chunks for each peer sent together)",
+            DIMENSIONAL_KINDS,
+            dimensional_granularity,
+            _dimensional,
+        ),
+        Baseline(
             "hierarchical",
             "multi-dimensional on a grid topology, every NPU one rank (ASTRA-sim localBWAware): "
             "reduce-scatter along dims 0..n-1, all-gather back n-1..0; ring on ring/mesh dims, "
@@ -131,13 +144,15 @@ ALGORITHMS: dict[str, Baseline] = {
         ),
     )
 }
-"""Every baseline by name: ring, ring-bidir, direct, rhd, dbt, hierarchical, themis."""
+"""Every baseline by name: ring, ring-bidir, direct, rhd, dbt, dimensional, hierarchical,
+themis."""
 
 __all__ = [
     "ALGORITHMS",
     "Baseline",
     "BaselineError",
     "dbt_program",
+    "dimensional_program",
     "direct_program",
     "hierarchical_program",
     "rhd_program",

@@ -84,6 +84,7 @@ def synthesize_alltoall(
             cf,
             seed=seed + i,
             progress=_part(say, i, seeds),
+            dims=_line_dims(topology, channels),
         )
         if best is None or plan.makespan < best.makespan:
             best, used = plan, seed + i
@@ -310,3 +311,15 @@ def lower_alltoall(
 def _part(say: Progress, i: int, n: int) -> Progress:
     """Progress of seed ``i`` of ``n``, within the first 85% of the work."""
     return lambda f: say(0.85 * (i + f) / n)
+
+
+def _line_dims(topology: Topology, channels: list[Channel]) -> list[int]:
+    """Per channel, the mesh (line) dimension it moves along, else -1. On a line the links near
+    the middle carry the most, and dimension order spreads uniform traffic evenly over them; on
+    rings every link is alike and the least loaded choice does better."""
+    kinds = topology.dim_kinds
+    out = []
+    for ch in channels:
+        dim = topology.links[ch.links[0]].dim if len(ch.links) == 1 else -1
+        out.append(dim if 0 <= dim < len(kinds) and kinds[dim] == "line" else -1)
+    return out

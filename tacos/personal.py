@@ -68,11 +68,15 @@ def route_personal(
     *,
     seed: int,
     progress: Progress | None = None,
+    dims: Sequence[int] | None = None,
 ) -> Plan:
     """Move chunk ``(src, dst, i)`` (id ``(dst * n + src) * c + i``) from every rank to every
     other rank; see the module docstring. Plan transfers are in decision order; ``tdep`` is -1
-    (the lowering orders each link by data). Raises TacosError when some rank cannot reach
-    another."""
+    (the lowering orders each link by data). ``dims[e]``, when given, is the grid dimension
+    channel ``e`` moves along (-1: none): where shortest paths fork, a chunk first moves along
+    the lowest dimension it may (dimension order, which spreads uniform traffic evenly over a
+    mesh's or torus's bisection), then onto the least loaded link. Raises TacosError when some
+    rank cannot reach another."""
     R, c = num_ranks, chunks_per_pair
     rng = random.Random(seed)
     dur = [tm.dur for tm in timing]
@@ -82,7 +86,7 @@ def route_personal(
         for u in range(R):
             if dist[d][u] >= inf:
                 raise TacosError(f"rank {u} cannot reach rank {d}: no channel path")
-    paths, order = _assign_paths(R, c, channels, dist, dur, rng)
+    paths, order = _assign_paths(R, c, channels, dist, dur, rng, dims)
     # Chunks by priority: `order[p]` is the chunk of priority p (lower goes first).
     chunk_of = order.tolist()
     # Per channel, the chunks waiting at its sender for it (a heap of priorities).
@@ -251,6 +255,7 @@ def _assign_paths(
     dist: list[list[int]],
     dur: Sequence[int],
     rng: random.Random,
+    dims: Sequence[int] | None = None,
 ) -> tuple[list[list[int]], npt.NDArray[np.int64]]:
     """A shortest path (channel list) for every chunk ``(dst * R + src) * c + i``, chosen hop
     by hop where shortest paths fork to even out the links' load; and the chunk ids in
@@ -272,10 +277,14 @@ def _assign_paths(
         path = paths[k]
         while u != d:
             best = -1
+            best_dim = 1 << 30
             for e in out_of[u]:
                 v = channels[e].dst
-                if dist[d][u] == dur[e] + dist[d][v] and (best < 0 or load[e] < load[best]):
-                    best = e
+                if dist[d][u] != dur[e] + dist[d][v]:
+                    continue
+                dim = dims[e] if dims is not None and dims[e] >= 0 else 0
+                if best < 0 or dim < best_dim or (dim == best_dim and load[e] < load[best]):
+                    best, best_dim = e, dim
             if best < 0:
                 raise TacosError(f"no shortest channel from rank {u} toward rank {d}")
             load[best] += ser[best]
