@@ -194,3 +194,22 @@ def test_cli_synthesize_and_bench(tmp_path: Path) -> None:
     rows = {r["algorithm"]: r for r in json.loads(res.output)["rows"]}
     assert rows["tacos"]["time_ns"] < rows["direct"]["time_ns"]
     assert rows["dimensional"]["time_ns"] > 0
+
+
+def test_bench_rows_of_astra_sims_native_collectives() -> None:
+    from collc.bench import format_report, run_bench
+
+    report = run_bench(
+        "torus:4x4",
+        A2A,
+        [1 << 20],
+        algorithms=["direct"],
+        astra_native=["direct", "halvingDoubling"],
+    )
+    rows = {r.algorithm: r for r in report.rows}
+    assert rows["astra:direct"].model == "astra-analytical"
+    assert rows["astra:direct"].time_ns is not None and rows["astra:direct"].time_ns > 0
+    assert "does not implement all-to-all" in rows["astra:halvingDoubling"].error
+    # Only collc-simulated rows set the best baseline.
+    assert rows["direct"].speedup == 1.0
+    assert "ASTRA-sim's analytical model" in format_report(report)
