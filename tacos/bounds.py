@@ -15,7 +15,8 @@ For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` by
   complement, every switch with the NPUs hanging off it.
 - ``latency``: some chunk must travel from its rank to the farthest other rank, store and
   forward: the largest shortest-path time with hop cost ``a_e + s/B_e`` (over all pairs of
-  ranks, or over pairs from a sample of `LATENCY_SAMPLE` ranks on large topologies).
+  ranks, or, on large topologies, from a sample of sources: a double sweep and random ranks,
+  fewer as the links grow, see `_latency`).
 - ``hop-bytes`` (All-to-All): every block keeps the links of its cheapest path busy, and all
   links share that work: ``sum over pairs of block x sum_e 1/B_e on the cheapest path / number
   of links``.
@@ -35,6 +36,7 @@ Scatter: Gather on the transpose.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
@@ -42,6 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
+import numpy.typing as npt
 
 from chakra_ir.collective import CollectiveKind
 from tacos.channels import LinkCost, Net
@@ -54,6 +58,9 @@ from topologies.topology import Topology
 
 EXACT_CUT_NODES = 40
 LATENCY_SAMPLE = 48
+LATENCY_MIN_SAMPLE = 2
+LATENCY_WORK = 1_000_000
+"""Searches of `_latency` cover every source while sources x links stays under this."""
 
 DESCRIPTIONS = {
     "ingress": "every rank receives all it lacks through its in-links",
@@ -244,16 +251,23 @@ def _chunk_count(links: Sequence[LinkCost], s: float, need: int) -> float:
         return 0.0
     if not links:
         return math.inf
-    sig = [s / lk.bandwidth_bytes_per_ns for lk in links]
-    lat = [lk.latency_ns for lk in links]
+    key = tuple(sorted((lk.latency_ns, lk.bandwidth_bytes_per_ns) for lk in links))
+    return _chunk_count_of(key, s, need)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chunk_count_of(key: tuple[tuple[float, float], ...], s: float, need: int) -> float:
+    """`_chunk_count` of the links ``key`` ((latency, bandwidth) pairs, sorted): many nodes
+    share one set of in-links, so each set is solved once; numpy over the links."""
+    lat = np.array([a for a, _ in key], dtype=np.float64)
+    sig = s / np.array([b for _, b in key], dtype=np.float64)
 
     def count(t: float) -> int:
-        return sum(
-            max(0, math.floor((t - a) / g + 1e-9)) for a, g in zip(lat, sig, strict=True) if t >= a
-        )
+        k = np.floor((t - lat) / sig + 1e-9)
+        return int(np.maximum(k, 0)[t >= lat].sum())
 
     lo = 0.0
-    hi = max(a + need * g for a, g in zip(lat, sig, strict=True))
+    hi = float(np.max(lat + need * sig))
     for _ in range(200):
         mid = (lo + hi) / 2
         if count(mid) >= need:
@@ -263,14 +277,17 @@ def _chunk_count(links: Sequence[LinkCost], s: float, need: int) -> float:
         if hi - lo < 1e-6:
             break
     # Snap to the arrival time that achieves it.
-    cands = [
-        a + k * g
-        for a, g in zip(lat, sig, strict=True)
-        for k in (math.floor((hi - a) / g + 1e-9),)
-        if k >= 1
-    ]
-    best = min((x for x in cands if x >= lo - 1e-6 and count(x + 1e-7) >= need), default=hi)
-    return best
+    k = np.floor((hi - lat) / sig + 1e-9)
+    cands = (lat + k * sig)[k >= 1]
+    cands = cands[cands >= lo - 1e-6]
+    if len(cands):
+        probe = cands[:, None] + 1e-7
+        kk = np.floor((probe - lat[None, :]) / sig[None, :] + 1e-9)
+        counts = np.where(probe >= lat[None, :], np.maximum(kk, 0), 0).sum(axis=1)
+        ok = cands[counts >= need]
+        if len(ok):
+            return float(ok.min())
+    return hi
 
 
 def _adjacency(net: Net) -> tuple[list[list[LinkCost]], list[list[LinkCost]]]:
@@ -304,13 +321,26 @@ def _dijkstra(
 def _latency(
     net: Net, sources: Sequence[int], targets: Sequence[int], s: float, cost: CostModel
 ) -> float:
+    """The longest shortest path (hop: latency + s/bandwidth, plus the switch delay) from one of
+    ``sources`` to another of ``targets``. Over every source when sources x links is at most
+    `LATENCY_WORK`; otherwise over a sample, which still gives a lower bound: the first and
+    last source, the far end of a double sweep from the first, and random ones, as many as
+    `LATENCY_WORK` / links allows (at least `LATENCY_MIN_SAMPLE`, at most `LATENCY_SAMPLE`)."""
     out, _ = _adjacency(net)
     srcs = list(sources)
-    if len(srcs) * len(net.links) > 4_000_000:
-        rng = random.Random(0)
-        srcs = sorted({srcs[0], srcs[-1], *rng.sample(srcs, min(LATENCY_SAMPLE, len(srcs)))})
-    worst = 0.0
     tset = list(targets)
+    worst = 0.0
+    if len(srcs) * len(net.links) > LATENCY_WORK:
+        # Double sweep: the farthest target from the first source, as a source itself.
+        d = _dijkstra(out, srcs[0], s, cost, net.num_npus)
+        far, worst = max(((v, d[v]) for v in tset if v != srcs[0]), key=lambda x: x[1])
+        budget = max(LATENCY_MIN_SAMPLE, min(LATENCY_SAMPLE, LATENCY_WORK // len(net.links)))
+        rng = random.Random(0)
+        chosen = {srcs[-1], *rng.sample(srcs, min(budget, len(srcs)))}
+        if far in set(srcs):
+            chosen.add(far)
+        chosen.discard(srcs[0])
+        srcs = sorted(chosen)
     for u in srcs:
         d = _dijkstra(out, u, s, cost, net.num_npus)
         worst = max(worst, max(d[v] for v in tset if v != u))
@@ -365,6 +395,120 @@ def _cut_family(net: Net, topology_shape: tuple[int, ...], ranks: list[int]) -> 
                 extra.add(w)
         full.append(s | extra)
     return full
+
+
+@dataclass(frozen=True)
+class _LinkArrays:
+    """A net's links as numpy columns, for evaluating many cuts at once."""
+
+    src: npt.NDArray[np.int64]
+    dst: npt.NDArray[np.int64]
+    bw: npt.NDArray[np.float64]
+    lat: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, net: Net) -> _LinkArrays:
+        return cls(
+            np.array([lk.src for lk in net.links], dtype=np.int64),
+            np.array([lk.dst for lk in net.links], dtype=np.int64),
+            np.array([lk.bandwidth_bytes_per_ns for lk in net.links], dtype=np.float64),
+            np.array([lk.latency_ns for lk in net.links], dtype=np.float64),
+        )
+
+
+def _family_cut(
+    net: Net,
+    shape: tuple[int, ...],
+    ranks: list[int],
+    value: Callable[[int, int, float, float], float],
+    *,
+    empty_is_infinite: bool,
+) -> float:
+    """The largest cut bound over `_cut_family`'s sets, evaluated with numpy.
+
+    For a set holding ``k_in`` of the ranks (the others ``k_out``, both non-zero) the links
+    leaving it give ``value(k_in, k_out, bandwidth, min latency)`` and the links entering it
+    ``value(k_out, k_in, ...)``. A direction without links gives infinity when
+    ``empty_is_infinite`` (the data must cross it), else nothing. Equal to evaluating the sets
+    of `_cut_family` one by one; single nodes are done for all nodes at once from per-node
+    sums, so the cost is O(links x (slabs + switches)) instead of O(links x nodes).
+    """
+    arr = _LinkArrays.of(net)
+    nn, n_npu = net.num_nodes, net.num_npus
+    is_rank = np.zeros(nn, dtype=bool)
+    is_rank[ranks] = True
+    n = len(ranks)
+    best = 0.0
+    # Distinct switch -> neighbour pairs, for the rule that a switch joins the side holding
+    # more than half of its neighbours.
+    sw_pairs = np.unique(np.stack([arr.src, arr.dst])[:, arr.src >= n_npu], axis=1)
+    sw_deg = np.bincount(sw_pairs[0], minlength=nn) if sw_pairs.size else np.zeros(nn, np.int64)
+
+    def with_switches(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        if not sw_pairs.size:
+            return mask
+        inside = np.bincount(sw_pairs[0][mask[sw_pairs[1]]], minlength=nn)
+        join = (inside * 2 > sw_deg) & (np.arange(nn) >= n_npu) & ~mask
+        return mask | join
+
+    def side(k_in: int, k_out: int, cross: npt.NDArray[np.bool_]) -> float:
+        if not cross.any():
+            return math.inf if empty_is_infinite else 0.0
+        return value(k_in, k_out, float(arr.bw[cross].sum()), float(arr.lat[cross].min()))
+
+    def evaluate(mask: npt.NDArray[np.bool_]) -> float:
+        mask = with_switches(mask)
+        k_in = int(np.count_nonzero(mask & is_rank))
+        k_out = n - k_in
+        if k_in == 0 or k_out == 0:
+            return 0.0
+        leave = mask[arr.src] & ~mask[arr.dst]
+        enter = mask[arr.dst] & ~mask[arr.src]
+        return max(side(k_in, k_out, leave), side(k_out, k_in, enter))
+
+    # Slabs of every grid dimension.
+    if shape and math.prod(shape) == n_npu:
+        ids = np.arange(nn)
+        stride = 1
+        for size in shape:
+            coord = (ids // stride) % size
+            for k in range(1, size):
+                best = max(best, evaluate((coord < k) & (ids < n_npu)))
+            stride *= size
+    # Each switch with the NPUs hanging off it.
+    for x in range(n_npu, nn):
+        mask = np.zeros(nn, dtype=bool)
+        mask[x] = True
+        mask[arr.dst[(arr.src == x) & (arr.dst < n_npu)]] = True
+        mask[arr.src[(arr.dst == x) & (arr.src < n_npu)]] = True
+        best = max(best, evaluate(mask))
+    # Single nodes: a switch alone holds no rank; an NPU alone holds one if it is a rank.
+    # A switch whose only neighbour is the node would join it: such nodes go one by one.
+    lonely = set(sw_pairs[1][sw_deg[sw_pairs[0]] == 1].tolist()) if sw_pairs.size else set()
+    singles = [v for v in ranks if v not in lonely]
+    if n > 1 and singles:
+        out_bw = np.bincount(arr.src, weights=arr.bw, minlength=nn)
+        in_bw = np.bincount(arr.dst, weights=arr.bw, minlength=nn)
+        out_lat = np.full(nn, np.inf)
+        in_lat = np.full(nn, np.inf)
+        np.minimum.at(out_lat, arr.src, arr.lat)
+        np.minimum.at(in_lat, arr.dst, arr.lat)
+        for v in singles:
+            for k_in, k_out, bw, lat in (
+                (1, n - 1, out_bw[v], out_lat[v]),
+                (n - 1, 1, in_bw[v], in_lat[v]),
+            ):
+                if lat == np.inf:
+                    if empty_is_infinite:
+                        return math.inf
+                    continue
+                best = max(best, value(k_in, k_out, float(bw), float(lat)))
+    for v in lonely:
+        if v < n_npu:
+            mask = np.zeros(nn, dtype=bool)
+            mask[v] = True
+            best = max(best, evaluate(mask))
+    return best
 
 
 def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> float:
@@ -423,10 +567,14 @@ def _spread(
     chunk = max(_chunk_count(inn[v], s, (n - 1) * c) for v in ranks)
     latency = _latency(net, ranks, ranks, s if chunked else 0.0, cost)
     rset = set(ranks)
-    family = _cut_family(net, shape, ranks)
-    cut = max((_cut_value(net, S, rset, m) for S in family), default=0.0)
+
+    def spread_cut(k_in: int, k_out: int, bw: float, lat: float) -> float:
+        return lat + k_in * m / bw
+
+    cut = _family_cut(net, shape, ranks, spread_cut, empty_is_infinite=True)
     exact = False
     if net.num_nodes <= EXACT_CUT_NODES:
+        family = _cut_family(net, shape, ranks)
         ratio = max(
             (
                 len(S & rset) / bw
@@ -512,21 +660,11 @@ def _alltoall(
     ingress = max(_fluid(inn[v], (n - 1) * block) for v in ranks)
     egress = max(_fluid(out[v], (n - 1) * block) for v in ranks)
     latency = _latency(net, ranks, ranks, block / c if chunked else 0.0, cost)
-    rset = set(ranks)
-    cut = 0.0
-    for inside in _cut_family(net, shape, ranks):
-        k_in = len(inside & rset)
-        k_out = n - k_in
-        if k_in == 0 or k_out == 0:
-            continue
-        for links in (
-            [lk for lk in net.links if lk.src in inside and lk.dst not in inside],
-            [lk for lk in net.links if lk.dst in inside and lk.src not in inside],
-        ):
-            if links:
-                bw = sum(lk.bandwidth_bytes_per_ns for lk in links)
-                lat = min(lk.latency_ns for lk in links)
-                cut = max(cut, lat + k_in * k_out * block / bw)
+
+    def pairs_cut(k_in: int, k_out: int, bw: float, lat: float) -> float:
+        return lat + k_in * k_out * block / bw
+
+    cut = _family_cut(net, shape, ranks, pairs_cut, empty_is_infinite=False)
     items = {
         "ingress": ingress,
         "egress": egress,
@@ -665,12 +803,14 @@ def regular_lower_bounds(
             "egress": _fluid(corner, (n - 1) * block),
             "cut": g.cut(lambda k_in, k_out, bw, lat: lat + k_in * k_out * block / bw, True),
             "latency": g.farthest(block / c if chunked else 0.0),
+            "hop-bytes": g.hop_bytes(block),
         }
         desc = {
             "ingress": "every rank receives a block from every other rank",
             "egress": "every rank sends a block to every other rank",
             "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
             "latency": DESCRIPTIONS["latency"],
+            "hop-bytes": "every block crosses the links of its cheapest path; all links share that",
         }
         return Bounds(items, desc)
     at_root = g.links_at(g.coords(root))
@@ -818,6 +958,29 @@ class _Grid:
                 best = max(best, value(k_in, k_out, total_leave, lat))
                 best = max(best, value(k_out, k_in, total_enter, lat))
         return best
+
+    def hop_bytes(self, block: float) -> float:
+        """`_hop_bytes` in closed form: on a product of one-dimensional networks the cheapest
+        path (cost 1/B per hop) adds up per dimension, so the sum over ordered pairs is
+        ``sum_d (n/s_d)^2 D_d / B_d`` with ``D_d`` the sum of hop distances over pairs of
+        positions of dimension d."""
+        n = self.n
+        total = 0.0
+        for size, kind, bw, _lat in self.dims:
+            if size < 2:
+                continue
+            if kind == LINE:
+                pair_hops = (size**3 - size) // 3
+            elif kind == RING:
+                pair_hops = size * sum(min(k, size - k) for k in range(size))
+            elif kind == UNIRING:
+                pair_hops = size * size * (size - 1) // 2
+            elif kind == FC:
+                pair_hops = size * (size - 1)
+            else:  # SWITCH: up and down
+                pair_hops = 2 * size * (size - 1)
+            total += (n // size) ** 2 * pair_hops / bw
+        return total * block / self.grid.num_links
 
     def spread(self, corner: list[LinkCost], m: float, c: int, chunked: bool) -> Bounds:
         """`_spread` in closed form (All-Gather of ``m`` bytes per rank in ``c`` chunks)."""
