@@ -120,3 +120,36 @@ def test_the_transfer_limit_can_be_raised_and_lowered() -> None:
         )
     )
     assert again.program == result.program
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "mesh:7x7,fail=0-1",
+        "torus:4x4x3,fail=0-1;5>6",
+        "stack:ring4*fc3*switch4,fail=0-1",
+        "fred:20",
+        "graph:5+1,links=0-5;1-5;2-5;3-4;4-0",
+        "ring:8,linkbw=0-1:10GB/s",
+    ],
+)
+def test_vectorized_cut_family_equals_the_set_by_set_search(spec: str) -> None:
+    from tacos.bounds import _cut_family, _cut_value, _family_cut
+    from tacos.channels import Net
+
+    topo = parse_topology(spec)
+    net = Net.of(topo)
+    shape = topo.layout.shape if topo.layout is not None else topo.shape
+    for ranks in (list(range(topo.num_npus)), list(range(0, topo.num_npus, 2))):
+        m = 1000.0
+        one_by_one = max(
+            (_cut_value(net, s, set(ranks), m) for s in _cut_family(net, shape, ranks)),
+            default=0.0,
+        )
+
+        def value(k_in: int, k_out: int, bw: float, lat: float) -> float:
+            return lat + k_in * m / bw
+
+        assert _family_cut(net, shape, ranks, value, empty_is_infinite=True) == pytest.approx(
+            one_by_one, rel=1e-12
+        )
