@@ -140,16 +140,16 @@ def test_vectorized_cut_family_equals_the_set_by_set_search(spec: str) -> None:
     topo = parse_topology(spec)
     net = Net.of(topo)
     shape = topo.layout.shape if topo.layout is not None else topo.shape
+    m = 1000.0
+
+    def value(k_in: int, k_out: int, bw: float, lat: float) -> float:
+        return lat + k_in * m / bw
+
     for ranks in (list(range(topo.num_npus)), list(range(0, topo.num_npus, 2))):
-        m = 1000.0
         one_by_one = max(
             (_cut_value(net, s, set(ranks), m) for s in _cut_family(net, shape, ranks)),
             default=0.0,
         )
-
-        def value(k_in: int, k_out: int, bw: float, lat: float) -> float:
-            return lat + k_in * m / bw
-
         assert _family_cut(net, shape, ranks, value, empty_is_infinite=True) == pytest.approx(
             one_by_one, rel=1e-12
         )
