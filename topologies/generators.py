@@ -7,6 +7,7 @@ overrides and failures and makes the `Topology`.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,7 +37,18 @@ FRED_NPUS_PER_L1 = 4
 
 #: Limits that keep a typo from exhausting memory.
 MAX_NPUS = 1 << 20
-MAX_LINKS = 1 << 24
+MAX_LINKS = 1 << 21
+"""Default most links a built topology may have (about 1.8 GB of memory at ~860 B a link);
+the environment variable ``COLLC_MAX_LINKS`` raises or lowers it (`max_links`)."""
+
+
+def max_links() -> int:
+    """The link limit: ``COLLC_MAX_LINKS`` when set to a positive integer, else `MAX_LINKS`."""
+    text = os.environ.get("COLLC_MAX_LINKS", "").strip()
+    if text.isdigit() and len(text) <= 18 and int(text) > 0:
+        return int(text)
+    return MAX_LINKS
+
 
 #: Stack dimension names in specs, and the ASTRA-sim names they match.
 STACK_NAMES = {RING: "ring", FC: "fc", SWITCH: "switch"}
@@ -82,11 +94,17 @@ def grid_link_count(shape: tuple[int, ...], kinds: tuple[str, ...]) -> int:
 
 
 def check_size(num_npus: int, num_links: int, pos: SourcePos | None) -> None:
-    """SpecError if a topology would exceed `MAX_NPUS` or `MAX_LINKS`."""
+    """SpecError, before anything is built, if a topology would exceed `MAX_NPUS` or the link
+    limit (`max_links`)."""
     if num_npus > MAX_NPUS:
         raise SpecError(f"too many NPUs: {num_npus} (at most {MAX_NPUS})", pos)
-    if num_links > MAX_LINKS:
-        raise SpecError(f"too many links: {num_links} (at most {MAX_LINKS})", pos)
+    limit = max_links()
+    if num_links > limit:
+        raise SpecError(
+            f"too many links: {num_links:,} (at most {limit:,}, about {limit * 860 / 1e9:.1f} GB "
+            "to build; set COLLC_MAX_LINKS to raise the limit)",
+            pos,
+        )
 
 
 def _grid(

@@ -112,6 +112,7 @@ def regular_grid(spec: str) -> RegularGrid | None:
     else:
         return None
     bw, lat = build._values(reader, syntax, len(sizes), generators.DEFAULT_BANDWIDTH)
-    build._check_grid(reader, shape, sizes, kinds)
+    # NPUs are limited as for a built topology; links are not, since none are built here.
+    generators.check_size(math.prod(sizes), 0, reader.pos(shape.col))
     opts = f"bw={format_per_dim(bw, bw=True)},lat={format_per_dim(lat, bw=False)}"
     return RegularGrid(f"{head},{opts}", sizes, kinds, tuple(bw), tuple(lat))

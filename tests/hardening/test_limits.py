@@ -153,3 +153,23 @@ def test_vectorized_cut_family_equals_the_set_by_set_search(spec: str) -> None:
         assert _family_cut(net, shape, ranks, value, empty_is_infinite=True) == pytest.approx(
             one_by_one, rel=1e-12
         )
+
+
+def test_link_limit_is_checked_before_building_and_can_be_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from topologies.errors import SpecError
+
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the topology was built")
+
+    spec = "torus:128x128x64,fail=0-1"  # 6,291,456 links
+    with monkeypatch.context() as m:
+        m.setattr(topologies.build, "_make", refuse)
+        with pytest.raises(SpecError, match=r"too many links: 6,291,456 .*COLLC_MAX_LINKS"):
+            parse_topology(spec)
+    monkeypatch.setenv("COLLC_MAX_LINKS", "255")
+    with pytest.raises(SpecError, match="too many links: 256 "):
+        parse_topology("torus:8x8")
+    monkeypatch.setenv("COLLC_MAX_LINKS", "256")
+    assert len(parse_topology("torus:8x8").links) == 256
