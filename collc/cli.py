@@ -641,6 +641,12 @@ def simulate(
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @_completion_option(DEFAULT_COMPLETION.value)
+@click.option(
+    "--astra-native",
+    default="",
+    help="Comma-separated ASTRA-sim implementations (halvingDoubling, direct, ring...): add "
+    "rows with ASTRA-sim's analytical time for its own native collective (stack topologies).",
+)
 @click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
@@ -654,6 +660,7 @@ def bench(
     groups: str,
     seed: int,
     completion: str,
+    astra_native: str,
     plot: Path | None,
     as_json: bool,
     quiet: bool,
@@ -681,6 +688,7 @@ def bench(
         seed=seed,
         completion=completion,
         say=say,
+        astra_native=[a.strip() for a in astra_native.split(",") if a.strip()],
     )
     if say:
         click.echo("\r" + " " * 64 + "\r", err=True, nl=False)
