@@ -142,6 +142,27 @@ class Manifest:
             raise OutputError(
                 f"field 'et_prefix' {manifest.et_prefix!r} is not a plain file-name stem", where
             )
+        n = collective.num_ranks
+        placement = d.get("placement")
+        if placement is not None and (
+            not isinstance(placement, list)
+            or len(placement) != n
+            or placement != [collective.npu(r) for r in range(n)]
+        ):
+            raise OutputError(
+                "field 'placement' disagrees with the collective's placement "
+                f"({n} ranks on NPUs {collective.npu(0)}, ...)",
+                where,
+            )
+        et_files = d.get("et_files")
+        if et_files is not None and (
+            not isinstance(et_files, list)
+            or len(et_files) != n
+            or et_files != [f"{manifest.et_prefix}.{r}.et" for r in range(n)]
+        ):
+            raise OutputError(
+                f"field 'et_files' is not the {n} files {manifest.et_prefix}.<rank>.et", where
+            )
         want = manifest.chunk_bytes * collective.size_chunks
         if manifest.size_bytes != want:
             raise OutputError(

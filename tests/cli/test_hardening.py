@@ -152,11 +152,25 @@ def test_manifest_with_a_hundred_million_ranks_is_refused_at_once(folder: Path) 
     n = 100_000_000
     raw = dict(m["collective"], num_ranks=n)
     size = m["chunk_bytes"] * collective_from_dict(raw).size_chunks
-    edit_manifest(folder, collective__num_ranks=n, size_bytes=size)
+    edit_manifest(folder, collective__num_ranks=n, size_bytes=size, placement=None, et_files=None)
     for cmd in COMMANDS:
         first = error_line(run(*cmd, str(folder)))
         assert f"names {n} ranks but the folder holds 8" in first, first
         assert str(folder / MANIFEST) in first
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("placement", [7, 6, 5, 4, 3, 2, 1, 0], "'placement' disagrees"),
+        ("placement", [0] * 1_000_000, "'placement' disagrees"),
+        ("et_files", ["x.0.et"], "'et_files' is not the 8 files allreduce.<rank>.et"),
+    ],
+)
+def test_manifest_lists_must_agree(folder: Path, key: str, value: Any, fragment: str) -> None:
+    edit_manifest(folder, **{key: value})
+    first = error_line(run("verify", str(folder)))
+    assert str(folder / MANIFEST) in first and fragment in first, first
 
 
 def test_swapped_rank_files_are_refused(folder: Path) -> None:
