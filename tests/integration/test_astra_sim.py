@@ -86,6 +86,15 @@ CASES = [
     # the other's NPUs and links.
     Case("tacos-groups-ring16", "ring:16", "tacos", groups="stride:2", exact=True),
     Case("ring-groups-switch16", "switch:16", "ring", groups="4", exact=True),
+    # All-to-all: personalised chunks relayed along the ring.
+    Case("tacos-alltoall-ring8", "ring:8", "tacos", CollectiveKind.ALLTOALL, exact=True),
+    Case(
+        "dimensional-alltoall-switch8",
+        "switch:8",
+        "dimensional",
+        CollectiveKind.ALLTOALL,
+        exact=True,
+    ),
 ]
 
 ISSUE_ORDER = (
