@@ -13,7 +13,7 @@ from mscclang_frontend.msccl_api import ApiLimits
 
 @dataclass(frozen=True)
 class Limits:
-    """``max_steps``: statements, calls and loop iterations; ``max_collection``: elements of
+    """``max_steps``: statements, expressions, calls and loop iterations; ``max_collection``: elements of
     one list, tuple, dict or string; ``max_alloc``: elements created by all of them together;
     ``max_call_depth``: nested calls of the program's functions; ``max_output``: characters
     printed; ``max_int_bits``: size of integers; ``max_source_bytes``/``max_tokens``: size of the

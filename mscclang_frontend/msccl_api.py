@@ -339,8 +339,8 @@ class RankBuffersView:
         self._prog = prog
         self._rank = rank
 
-    def __getitem__(self, key: object) -> tuple[Slot, ...]:
-        return self._prog.logical_slots(self._rank, key)
+    def __getitem__(self, key: object) -> SlotsView:
+        return SlotsView(self._prog, self._rank, key)
 
     def __contains__(self, key: object) -> bool:
         try:
@@ -357,6 +357,54 @@ class RankBuffersView:
 
     def __repr__(self) -> str:
         return f"<buffers of rank {self._rank}>"
+
+
+class SlotsView:
+    """``prog.buffers[rank][buffer]``: one buffer as the program sees it (in-place aliases
+    resolved), read slot by slot, so a ``check`` that indexes it in a loop costs one step per
+    slot rather than a copy of the buffer per access."""
+
+    def __init__(self, prog: ProgramState, rank: int, key: object) -> None:
+        self._prog = prog
+        self._rank = rank
+        n = prog.logical_size(rank, key)
+        self._key = key if n is not None else prog.scratch_key(key, 0)
+        self._len = n if n is not None else len(prog.buffers[rank].get(self._key, ()))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _slot(self, i: int) -> Slot:
+        prog = self._prog
+        if prog.logical_size(self._rank, self._key) is None:
+            return prog.buffers[self._rank][self._key][i]
+        pk, pi = prog.physical(self._rank, self._key, i)
+        lst = prog.buffers[self._rank].get(pk, [])
+        return lst[pi] if pi < len(lst) else None
+
+    def __getitem__(self, index: object) -> Slot | tuple[Slot, ...]:
+        if isinstance(index, slice):
+            return tuple(self._slot(i) for i in range(*index.indices(self._len)))
+        i = as_int(index, "a buffer index")
+        if not -self._len <= i < self._len:
+            raise ApiError(f"buffer index {i} out of range (the buffer has {self._len} slots)")
+        return self._slot(i % self._len)
+
+    def __iter__(self) -> Iterator[Slot]:
+        for i in range(self._len):
+            yield self._slot(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SlotsView):
+            return tuple(self) == tuple(other)
+        if isinstance(other, list | tuple):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 class Ref:
@@ -1287,5 +1335,5 @@ EXPOSED: dict[type, frozenset[str]] = {
 ATTRIBUTE_ALIASES: dict[tuple[type, str], str] = {(ProgramState, "buffers"): "buffers_view"}
 """Exposed names that map to a differently named Python attribute."""
 
-ITERABLE_TYPES: tuple[type, ...] = (BuffersView, RankBuffersView)
-SUBSCRIPTABLE_TYPES: tuple[type, ...] = (BuffersView, RankBuffersView)
+ITERABLE_TYPES: tuple[type, ...] = (BuffersView, RankBuffersView, SlotsView)
+SUBSCRIPTABLE_TYPES: tuple[type, ...] = (BuffersView, RankBuffersView, SlotsView)
