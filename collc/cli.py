@@ -20,7 +20,6 @@ from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from collc import registry
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
-from topologies.regular import regular_grid
 from topologies.units import format_size_bytes, parse_size_bytes
 
 # Start-up: importing this module loads no numpy, networkx, lark, protobuf, ortools,
@@ -404,6 +403,8 @@ def bounds(
         groups=groups,
     )
     # A large regular grid gets its bounds in closed form, without building its links.
+    from topologies.regular import regular_grid
+
     grid = None if placement or groups else regular_grid(topology)
     from tacos.bounds import REGULAR_LINKS, regular_lower_bounds
     from topologies import parse_topology
