@@ -5,7 +5,7 @@ A hierarchical collective sends every chunk through each dimension of the networ
 along dimensions 0, 1, ..., n-1; all-gather back n-1, ..., 0), which leaves the dimension that
 gets the most bytes per unit of bandwidth as the bottleneck while the others idle. Themis picks
 a different order per chunk so that the dimensions stay equally busy. The rule, exactly as
-``reference/algorithms.md`` section 5 states it:
+the Themis paper (ISCA 2022) states it:
 
 State: per dimension ``d`` its size ``p_d``, bandwidth ``B_d`` and accumulated load ``L_d``, a
 time measured in bytes at ``B_0`` (bytes moved on ``d`` times ``B_0 / B_d``); all loads start

@@ -4,7 +4,7 @@ A `Collective` names the kind (all-gather, reduce-scatter, ...), the number of r
 per rank, whether it runs in place, the root of a rooted kind and where each rank sits on the
 topology (the placement). From these it derives the buffer sizes, the precondition (which chunk
 sits in which input slot) and the postcondition (what each output slot must hold), following
-MSCCLang's definitions (``reference/msccl.md`` section 2).
+MSCCLang's definitions (msccl-tools' collectives).
 
 Chunk contents are written compactly, because a reduced slot of a 1,024-rank all-reduce holds
 1,024 contributions: `Contents` is a sorted tuple of ``(origin_index, rank_mask)`` pairs, where

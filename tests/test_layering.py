@@ -1,4 +1,4 @@
-"""DESIGN.md's layering: a package imports only from packages to its left."""
+"""The layering (docs/architecture.md): a package imports only from packages to its left."""
 
 from __future__ import annotations
 

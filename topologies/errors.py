@@ -1,6 +1,7 @@
 """The error types every collc package shares.
 
-`topologies` is the leftmost package of the layout (DESIGN.md), so the base error lives here and
+`topologies` is the leftmost package of the layout (docs/architecture.md, section 6), so the base
+error lives here and
 every other package may import it. Library code raises these; only the CLI turns them into a
 one-line message and an exit status.
 """

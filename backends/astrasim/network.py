@@ -1,4 +1,4 @@
-"""collc topologies as ASTRA-sim analytical network YAML (``reference/astrasim.md`` §2).
+"""collc topologies as ASTRA-sim analytical network YAML (its ``network.yml`` format).
 
 The mapping, dimension by dimension (dimension 0 first, varying fastest, as in both tools):
 

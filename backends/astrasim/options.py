@@ -30,7 +30,7 @@ class AstraOptions:
     ``name`` is the stem of the ET files (``collective/<name>.<rank>.et`` and
     ``workload/<name>.<npu>.et``); empty means the collective's kind (``allreduce``...).
 
-    System JSON (``reference/astrasim.md`` §5): ``scheduling_policy`` (LIFO, FIFO, EXPLICIT),
+    System JSON (ASTRA-sim's ``--system-configuration``): ``scheduling_policy`` (LIFO, FIFO, EXPLICIT),
     ``collective_optimization`` (baseline, localBWAware), ``endpoint_delay_ns``,
     ``active_chunks_per_dimension``, ``preferred_dataset_splits`` (>= 1: ASTRA-sim divides by
     it), ``local_mem_bw_gb_per_s`` (decimal GB/s, as ASTRA-sim reads ``local-mem-bw``) and

@@ -1,4 +1,4 @@
-"""The one-collective workload ETs ASTRA-sim runs (``reference/chakra_et.md`` §3).
+"""The one-collective workload ETs ASTRA-sim runs (its Chakra workload feeder's node rules).
 
 Each NPU's file ``<prefix>.<npu>.et`` holds a GlobalMetadata (version ``0.0.4``) and one node:
 

@@ -1,5 +1,5 @@
 """Printing the document: 2-space indent, no XML declaration, attributes in the order
-``reference/msccl.md`` section 5 shows, one element per line, a final newline."""
+msccl-tools writes them, one element per line, a final newline."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ must explicit channel hints. The fused step is
   after S (W depends on S, directly or not), and every other access to X on the rank comes
   before R or after W by dependencies; ``rrs`` forwards the sum without storing it.
 
-These are MSCCLang's rules (``reference/msccl.md`` section 4), stated on dependencies: its
+These are MSCCLang's instruction-fusion rules (msccl-tools), stated on dependencies: its
 "only successor" is "only dependant", and its ``rrs`` pattern (the send's successor is a
 receive into the slot) is the dead-sum test.
 """

@@ -16,8 +16,8 @@ nop     ``i`` -1                               ``o`` -1, ``cnt`` 0
 ======  =====================================  ======================================
 
 The reducing receives name the *receiver's* slot in ``srcbuf``/``srcoff``: the runtime reads
-it as the local operand. MSCCLang writes the sender's slot there (the srcbuf trap of
-``reference/msccl.md`` section 6), which is only right when both slots have the same name.
+it as the local operand. MSCCLang writes the sender's slot there (a trap of msccl-tools' XML),
+which is only right when both slots have the same name.
 
 Dependencies: a step waits for the steps of other threadblocks that its nodes depend on;
 waits implied by earlier waits of the same threadblock (or by the other waits of the step) are

@@ -1,8 +1,8 @@
 """ASTRA-sim's congestion-unaware analytical model, applied to any task graph.
 
 This answers "what would ASTRA-sim's ``AstraSim_Analytical_Congestion_Unaware`` report for
-this program run as a custom collective" (``reference/astrasim.md`` §3,
-``reference/chakra_et.md`` §3-4):
+this program run as a custom collective", by the rules of its analytical network backend and
+its custom-collective ET feeder:
 
 - A message between NPUs ``a`` and ``b`` costs ``hops_d * latency_d + bytes / bandwidth_d``
   for the LOWEST dimension ``d`` in which ``a`` and ``b`` differ, and nothing for the others

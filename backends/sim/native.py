@@ -2,7 +2,8 @@
 
 `astrasim_native_time` predicts what ``AstraSim_Analytical_Congestion_Unaware`` reports for
 one collective of a given size on a stack of Ring / FullyConnected / Switch dimensions with
-native algorithms per dimension (``reference/astrasim.md`` §3, §5, §6, §8). The structure:
+native algorithms per dimension, as ASTRA-sim's system layer and analytical backend run them.
+The structure:
 
 1. **Size and chunks.** ASTRA-sim's all-gather size is the per-rank input; with
    ``size_convention="nccl"`` (the default) ``size_bytes`` is nccl-tests' (the largest

@@ -1,4 +1,4 @@
-"""How a Program is laid out as Chakra ET nodes: the mapping of DESIGN.md, in columns.
+"""How a Program is laid out as Chakra ET nodes (docs/architecture.md), in columns.
 
 Per rank, operations become nodes in program order, ids 0, 1, ... in file order:
 

@@ -1,8 +1,8 @@
 """Facts of the Chakra ET schema (``et_def.proto``) that the hand-written codec needs.
 
 Field numbers of `Node`, the `AttributeProto` oneof members by field number, node types, and
-the attribute types ASTRA-sim expects (``reference/chakra_et.md``, "Canonical attribute
-types"). The generated bindings (`et_def_pb2`) hold the same facts; tests check they agree.
+the attribute types ASTRA-sim's feeders read (one fixed oneof member per attribute).
+The generated bindings (`et_def_pb2`) hold the same facts; tests check they agree.
 """
 
 from __future__ import annotations

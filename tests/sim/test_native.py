@@ -1,4 +1,4 @@
-"""ASTRA-sim's native collectives against the closed forms of reference/astrasim.md §6, §8.
+"""ASTRA-sim's native collectives against closed forms of its analytical backend.
 
 Bandwidths are ASTRA-sim's GB/s (2^30 B/s): 50 GB/s = 53.6870912 B/ns, so 1 MiB takes
 19531.25 ns; every message delay is truncated to whole ns.
