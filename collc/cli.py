@@ -436,7 +436,7 @@ def bounds(
         click.echo(f"{collective.value} of {format_size_bytes(size)}{each} on {spec}")
         for k, v in sorted(b.items.items(), key=lambda kv: -kv[1]):
             mark = "*" if k == name else " "
-            click.echo(f" {mark} {k:<9} {_us(v):>16}  {b.descriptions.get(k, '')}")
+            click.echo(f" {mark} {k:<15} {_us(v):>16}  {b.descriptions.get(k, '')}")
 
     _emit(as_json, data, human)
 

@@ -294,17 +294,12 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     if isinstance(algo, Tacos):
         # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
         extra["seeds"] = req.seeds
-    if alltoall and isinstance(algo, Tacos):
-        # The planned makespan is a planning figure; the estimate is the simulated time.
-        t3 = time.perf_counter()
-        estimate = simulate(
-            program, topology, chunk_bytes_for(collective, req.size_bytes), cost=cost
-        ).finish_ns
-        seconds["estimate"] = time.perf_counter() - t3
     if collective.groups:
         extra["groups"] = req.groups
         extra["groups_joint"] = isinstance(algo, Tacos) and not req.groups_independent
-        # Groups share links: the estimate is the simulated time of them all together.
+    if collective.groups or (alltoall and isinstance(algo, Tacos)):
+        # Groups share links, and TACOS's all-to-all plan is a planning figure: the estimate
+        # is the simulated time (of every group at once).
         t3 = time.perf_counter()
         estimate = simulate(
             program, topology, chunk_bytes_for(collective, req.size_bytes), cost=cost

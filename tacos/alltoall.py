@@ -5,7 +5,8 @@
 store-and-forward, links shared as the matching hands them out) and lowers the plan:
 
 - every transfer is a Send on its sender (its channel's route as a hint) and a Recv on its
-  receiver; a chunk starts from its source's input slot ``dst * c + i``; a relay receives it
+  receiver; a chunk starts from its source's input slot ``dst * c + i`` (with process groups,
+  ``dst``'s and ``src``'s positions in their group); a relay receives it
   into a scratch slot of its own (one per chunk it relays) and sends it on from there; the
   destination receives it into output slot ``src * c + i``;
 - in place (output slot ``j`` is input slot ``j``), the destination receives into scratch and
@@ -29,7 +30,14 @@ import numpy.typing as npt
 
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
 from chakra_ir.program import OpKind, Program
-from tacos.channels import Channel, Net, build_channels, check_placement, time_channel
+from tacos.channels import (
+    Channel,
+    Net,
+    build_channels,
+    check_placement,
+    group_channels,
+    time_channel,
+)
 from tacos.errors import TacosError
 from tacos.personal import route_personal
 from tacos.routes import Routes
@@ -52,7 +60,8 @@ def synthesize_alltoall(
     progress: Progress | None = None,
 ) -> Synthesis:
     """Synthesize ``collective`` (an all-to-all; ``chunks_per_rank`` chunks per pair) on
-    ``topology``; see the module docstring. With ``seeds=K`` the plans of seeds
+    ``topology``; see the module docstring. Process groups are planned jointly: each group's
+    pairs over its own channels (`tacos.channels.group_channels`), all links shared. With ``seeds=K`` the plans of seeds
     ``seed..seed+K-1`` are made and the shortest kept. Raises TacosError for another kind,
     groups, a bad chunk size or seed count, ranks that are not NPUs of the topology and ranks
     that cannot reach each other."""
@@ -60,8 +69,6 @@ def synthesize_alltoall(
     c = collective
     if c.kind is not CollectiveKind.ALLTOALL:
         raise TacosError(f"synthesize_alltoall serves alltoall, not {c.kind.value}")
-    if c.groups:
-        raise TacosError("tacos synthesizes alltoall only without groups")
     if not (
         isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
     ):
@@ -72,7 +79,12 @@ def synthesize_alltoall(
     R, cf = c.num_ranks, c.chunks_per_rank
     say = progress or (lambda _f: None)
     net = Net.of(topology)
-    channels = build_channels(net, npus) if R > 1 else []
+    if c.groups:
+        channels = group_channels(net, c)
+        pairs = [(s, d) for g in c.groups for d in g for s in g if s != d]
+    else:
+        channels = build_channels(net, npus) if R > 1 else []
+        pairs = [(s, d) for d in range(R) for s in range(R) if s != d]
     timing = [time_channel(net, ch, chunk_bytes, cost) for ch in channels]
     best = None
     used = seed
@@ -85,6 +97,7 @@ def synthesize_alltoall(
             seed=seed + i,
             progress=_part(say, i, seeds),
             dims=_line_dims(topology, channels),
+            pairs=pairs,
         )
         if best is None or plan.makespan < best.makespan:
             best, used = plan, seed + i
@@ -149,6 +162,7 @@ def lower_alltoall(
     same = chunk[by_chunk][1:] == chunk[by_chunk][:-1]
     prev[by_chunk[1:][same]] = by_chunk[:-1][same]
     final = v == dst
+    pos = np.array([c.group_position(r) for r in range(R)], dtype=np.int64)
     # Receive slots: the output at the destination (scratch first, in place); scratch at a
     # relay, one slot per chunk, numbered by arrival.
     via_scratch = ~final | c.inplace
@@ -160,9 +174,9 @@ def lower_alltoall(
     scr_slot[order] = np.arange(len(order)) - first_of[v[order]]
     scratch = counts
     recv_buf = np.where(via_scratch, SCR, OUT)
-    recv_idx = np.where(via_scratch, scr_slot, src * cf + idx)
+    recv_idx = np.where(via_scratch, scr_slot, pos[src] * cf + idx)
     send_buf = np.where(prev >= 0, SCR, IN)
-    send_idx = np.where(prev >= 0, scr_slot[np.maximum(prev, 0)], dst * cf + idx)
+    send_idx = np.where(prev >= 0, scr_slot[np.maximum(prev, 0)], pos[dst] * cf + idx)
     # Ops: sends 0..G-1, receives G..2G-1, then copies.
     dep_op: list[I64] = [g[prev >= 0]]
     dep_on: list[I64] = [G + prev[prev >= 0]]
@@ -203,8 +217,8 @@ def lower_alltoall(
         r = np.arange(R, dtype=np.int64)
         c_rank.append(r)
         c_sbuf.append(np.full(R, IN))
-        c_sidx.append(r * cf)
-        c_didx.append(r * cf)
+        c_sidx.append(pos * cf)
+        c_didx.append(pos * cf)
         c_time.append(np.full(R, -1, dtype=np.int64))
     else:
         fin = np.flatnonzero(final)
@@ -218,7 +232,7 @@ def lower_alltoall(
         c_rank.append(v[fin])
         c_sbuf.append(np.full(len(fin), SCR))
         c_sidx.append(scr_slot[fin])
-        c_didx.append(src[fin] * cf + idx[fin])
+        c_didx.append(pos[src[fin]] * cf + idx[fin])
         c_time.append(np.maximum(arrive[fin], np.where(war >= 0, start[np.maximum(war, 0)], 0)))
         ids = base + np.arange(len(fin), dtype=np.int64)
         c_deps.append((ids, G + fin))

@@ -152,6 +152,19 @@ def build_channels(net: Net, npus: Sequence[int]) -> list[Channel]:
     return channels
 
 
+def group_channels(net: Net, collective: Collective) -> list[Channel]:
+    """Every process group's channels (`build_channels` over the group's NPUs, other NPUs
+    relays), with the collective's ranks as ends: a group's chunks travel between its own ranks
+    only."""
+    c = collective
+    out: list[Channel] = []
+    for members in c.groups:
+        npus = [c.npu(r) for r in members]
+        for ch in build_channels(net, npus):
+            out.append(Channel(members[ch.src], members[ch.dst], ch.nodes, ch.links))
+    return out
+
+
 def _fewest_relays(channels: list[Channel], num_npus: int) -> list[Channel]:
     """Channels without NPU relays, and per sending rank its relayed channels that cross the
     fewest NPUs."""

@@ -13,6 +13,9 @@ links, so ``T >= a_min + sum_g need_g(S) / B(S)``:
 - Reduce-Scatter: the same on the transposed network;
 - All-Reduce: the larger of the two (as for one group; adding them would be wrong, since a
   program may overlap its phases).
+
+All-to-All adds the joint hop-bytes bound: the hop-bytes of every group together (each block
+keeps the links of its cheapest path busy), over all links.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 from collections.abc import Sequence
 
 from chakra_ir.collective import CollectiveKind
-from tacos.bounds import Bounds, _cut_family, lower_bounds
+from tacos.bounds import Bounds, _cut_family, _hop_bytes, lower_bounds
 from tacos.channels import Net
 from tacos.errors import TacosError
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
@@ -87,6 +90,15 @@ def group_bounds(
             if v > items.get(k, -1.0):
                 items[k] = v
                 desc[k] = f"{which}: {b.descriptions.get(k, k)}"
+    if kind is CollectiveKind.ALLTOALL and len(groups) > 1:
+        # Every group's blocks keep the links of their cheapest paths busy, on shared links.
+        net = Net.of(topology)
+        n = max(len(g) for g in groups)
+        items["joint-hop-bytes"] = sum(_hop_bytes(net, list(g), size_bytes / n) for g in groups)
+        desc["joint-hop-bytes"] = (
+            "every group's blocks cross the links of their cheapest paths; all links share "
+            "that work"
+        )
     if kind is not CollectiveKind.ALLTOALL and len(groups) > 1:
         net = Net.of(topology)
         shape = topology.layout.shape if topology.layout is not None else topology.shape

@@ -9,8 +9,9 @@ the plan is then lowered on its own (groups exchange nothing) and the programs m
 (`chakra_ir.grouping.merge_groups`). ``independent=True`` synthesizes every group alone, as if
 it had the network to itself, and merges those programs: the comparison a user wants.
 
-All-Gather, Reduce-Scatter and All-Reduce are served (the kinds process groups run in training;
-rooted kinds take no groups). All-Reduce is the joint Reduce-Scatter followed by the joint
+All-Gather, Reduce-Scatter, All-Reduce and All-to-All are served (the kinds process groups run
+in training; rooted kinds take no groups); All-to-All by `tacos.alltoall`, whose matching takes
+every group's pairs at once. All-Reduce is the joint Reduce-Scatter followed by the joint
 All-Gather. The time of the merged program is not predicted here: the groups' shared links make
 it the simulator's to tell (the CLI simulates every synthesized program).
 """
@@ -27,7 +28,7 @@ import numpy.typing as npt
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.grouping import merge_groups
 from chakra_ir.program import Program
-from tacos.channels import Channel, Net, build_channels, check_placement, time_channel
+from tacos.channels import Channel, Net, check_placement, group_channels, time_channel
 from tacos.errors import TacosError
 from tacos.lowering import Phase, Transfers, lower
 from tacos.matching import Plan, spread
@@ -48,7 +49,12 @@ from topologies.topology import Topology
 I64 = npt.NDArray[np.int64]
 
 GROUP_KINDS = frozenset(
-    {CollectiveKind.ALLGATHER, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALLREDUCE}
+    {
+        CollectiveKind.ALLGATHER,
+        CollectiveKind.REDUCE_SCATTER,
+        CollectiveKind.ALLREDUCE,
+        CollectiveKind.ALLTOALL,
+    }
 )
 """The kinds `synthesize_groups` serves."""
 
@@ -108,6 +114,12 @@ def synthesize_groups(
             chunk_bytes,
             transfers=sum(int((p.kind == 0).sum()) for p in programs),
         )
+    if c.kind is CollectiveKind.ALLTOALL:
+        from tacos.alltoall import synthesize_alltoall  # it builds on tacos.synthesis too
+
+        return synthesize_alltoall(
+            c, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress
+        )
     return _joint(c, topology, chunk_bytes, seed, seeds, cost, say, t0)
 
 
@@ -145,7 +157,7 @@ def _joint(
         ready: Sequence[int] = (),
         busy_until: dict[int, int] | None = None,
     ) -> tuple[Plan, list[Channel], int]:
-        channels = _group_channels(on, c)
+        channels = group_channels(on, c)
         timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
         best: tuple[Plan, int] | None = None
         for i in range(seeds):
@@ -250,17 +262,6 @@ def _joint(
         transfers,
         plan_exact=False,
     )
-
-
-def _group_channels(net: Net, c: Collective) -> list[Channel]:
-    """Every group's channels (`build_channels` over the group's NPUs, other NPUs relays),
-    with the ranks of the whole collective as ends."""
-    out: list[Channel] = []
-    for members in c.groups:
-        npus = [c.npu(r) for r in members]
-        for ch in build_channels(net, npus):
-            out.append(Channel(members[ch.src], members[ch.dst], ch.nodes, ch.links))
-    return out
 
 
 def _group_phase(phase: Phase, c: Collective, g: int, Kg: int) -> Phase:

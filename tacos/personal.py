@@ -69,24 +69,28 @@ def route_personal(
     seed: int,
     progress: Progress | None = None,
     dims: Sequence[int] | None = None,
+    pairs: Sequence[tuple[int, int]] | None = None,
 ) -> Plan:
     """Move chunk ``(src, dst, i)`` (id ``(dst * n + src) * c + i``) from every rank to every
     other rank; see the module docstring. Plan transfers are in decision order; ``tdep`` is -1
     (the lowering orders each link by data). ``dims[e]``, when given, is the grid dimension
     channel ``e`` moves along (-1: none): where shortest paths fork, a chunk first moves along
     the lowest dimension it may (dimension order, which spreads uniform traffic evenly over a
-    mesh's or torus's bisection), then onto the least loaded link. Raises TacosError when some
-    rank cannot reach another."""
+    mesh's or torus's bisection), then onto the least loaded link. ``pairs``, when given, are
+    the ``(src, dst)`` pairs that exchange chunks (process groups: the pairs inside each group);
+    by default every ordered pair. Raises TacosError when a rank cannot reach a rank it sends
+    to."""
     R, c = num_ranks, chunks_per_pair
     rng = random.Random(seed)
     dur = [tm.dur for tm in timing]
     dist = shortest_times(R, channels, dur)
     inf = 1 << 62
-    for d in range(R):
-        for u in range(R):
-            if dist[d][u] >= inf:
-                raise TacosError(f"rank {u} cannot reach rank {d}: no channel path")
-    paths, order = _assign_paths(R, c, channels, dist, dur, rng, dims)
+    if pairs is None:
+        pairs = [(s, d) for d in range(R) for s in range(R) if s != d]
+    for u, d in pairs:
+        if dist[d][u] >= inf:
+            raise TacosError(f"rank {u} cannot reach rank {d}: no channel path")
+    paths, order = _assign_paths(R, c, channels, dist, dur, rng, dims, pairs)
     # Chunks by priority: `order[p]` is the chunk of priority p (lower goes first).
     chunk_of = order.tolist()
     # Per channel, the chunks waiting at its sender for it (a heap of priorities).
@@ -124,7 +128,7 @@ def route_personal(
             turn[link] = after[0] if after else 0
     ch_src = [ch.src for ch in channels]
     ch_dst = [ch.dst for ch in channels]
-    total = R * (R - 1) * c
+    total = len(pairs) * c
     delivered = 0
     busy = [0] * (max_link + 1)
     events: dict[int, list[int]] = {}
@@ -256,6 +260,7 @@ def _assign_paths(
     dur: Sequence[int],
     rng: random.Random,
     dims: Sequence[int] | None = None,
+    pairs: Sequence[tuple[int, int]] = (),
 ) -> tuple[list[list[int]], npt.NDArray[np.int64]]:
     """A shortest path (channel list) for every chunk ``(dst * R + src) * c + i``, chosen hop
     by hop where shortest paths fork to even out the links' load; and the chunk ids in
@@ -268,7 +273,9 @@ def _assign_paths(
         out_of[ch.src].append(i)
     ser = [tm for tm in dur]
     load = [0] * len(channels)
-    ids = [(d * R + s) * c + i for d in range(R) for s in range(R) if s != d for i in range(c)]
+    ids = [
+        (d * R + s) * c + i for s, d in sorted(pairs, key=lambda p: (p[1], p[0])) for i in range(c)
+    ]
     rng.shuffle(ids)
     ids.sort(key=lambda k: -dist[(k // c) // R][(k // c) % R])
     paths: list[list[int]] = [[] for _ in range(R * R * c)]

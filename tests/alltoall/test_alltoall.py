@@ -105,8 +105,6 @@ def test_refusals() -> None:
     topo = parse_topology("ring:4")
     with pytest.raises(TacosError, match="serves alltoall"):
         synthesize_alltoall(Collective(CollectiveKind.ALLGATHER, 4, 1), topo, 1e3)
-    with pytest.raises(TacosError, match="without groups"):
-        synthesize_alltoall(Collective(A2A, 4, 1, groups=((0, 1), (2, 3))), topo, 1e3)
     with pytest.raises(TacosError, match="chunk size"):
         synthesize_alltoall(Collective(A2A, 4, 1), topo, float("inf"))
 

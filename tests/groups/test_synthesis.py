@@ -88,9 +88,6 @@ def test_refusals() -> None:
     topo = parse_topology("ring:8")
     with pytest.raises(TacosError, match="split into groups"):
         synthesize_groups(Collective(K.ALLGATHER, 8, 1), topo, 1024)
-    c = Collective(K.ALLTOALL, 8, 1, groups=((0, 1, 2, 3), (4, 5, 6, 7)))
-    with pytest.raises(TacosError, match="alltoall only without groups"):
-        synthesize_groups(c, topo, 1024)
     c = Collective(K.ALLGATHER, 8, 1, groups=((0, 1, 2, 3), (4, 5, 6, 7)))
     with pytest.raises(TacosError, match="chunk size"):
         synthesize_groups(c, topo, 0)
@@ -117,3 +114,23 @@ def test_bounds_over_a_sample_of_groups_stay_below_all_groups() -> None:
     for k, v in some.items.items():
         assert v <= full.items[k] + 1e-9
     assert some.items["joint-cut"] == full.items["joint-cut"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "groups"), [("torus:4x4", "stride:4"), ("torus:4x4", "stride:2"), ("switch:8", "4")]
+)
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("independent", [False, True])
+def test_alltoall_in_groups(spec: str, groups: str, inplace: bool, independent: bool) -> None:
+    topo = parse_topology(spec)
+    g = parse_groups(groups, topo)
+    c = Collective(K.ALLTOALL, topo.num_npus, 1, inplace=inplace, groups=g.members)
+    cb = 4096
+    p = synthesize_groups(c, topo, cb, independent=independent).program
+    verify(p)
+    verify_routes(p, topo)
+    took = simulate(p, topo, cb).finish_ns
+    bounds = group_bounds(K.ALLTOALL, topo, cb * c.size_chunks, [list(x) for x in g.members])
+    assert "joint-hop-bytes" in bounds.items
+    for name, ns in bounds.items.items():
+        assert took >= ns * (1 - 1e-9), (name, ns, took)
