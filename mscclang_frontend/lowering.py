@@ -1,6 +1,6 @@
 """Lowering: the operations a MSCCLang program recorded become a verified `chakra_ir.Program`.
 
-MSCCLang's semantics carry over (reference/msccl.md sections 3-4):
+MSCCLang's semantics carry over (as msccl-tools defines them):
 
 - a copy between ranks is a Send and its Recv, on one rank a Copy; a reduce between ranks is
   a Send and a reducing Recv on the accumulating rank, on one rank a Reduce; a reference of

@@ -1,6 +1,6 @@
 """collc's own implementation of the MSCCLang API that programs run against.
 
-It follows MSCCLang's semantics (reference/msccl.md sections 1-4): ``MSCCLProgram`` as a
+It follows MSCCLang's semantics (as msccl-tools defines them): ``MSCCLProgram`` as a
 ``with`` context, the collectives, ``chunk``, ``Ref.copy``/``reduce``/``split``/``group``,
 named scratch buffers, ``Check()`` (symbolic) and ``XML()``. Calls do not build MSCCL
 instructions: they update the symbolic buffer contents (so ``chunk`` returns None for an

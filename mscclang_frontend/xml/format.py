@@ -1,6 +1,6 @@
 """Facts about the MSCCL-IR XML format that the reader and the writer share.
 
-See ``reference/msccl.md`` sections 4-6. A step's type says what it does with the threadblock's
+The format msccl-tools writes and the MSCCL runtime reads (docs/mscclang.md). A step's type says what it does with the threadblock's
 receive peer and send peer and with its local buffers; the runtime reads ``srcbuf``/``srcoff``
 as the *local* operand of every reducing receive (``rrc``, ``rrs``, ``rrcs``).
 """

@@ -19,7 +19,7 @@ Every step becomes one or more operations of its GPU, by what the runtime execut
 
 With ``srcbuf_trap=True`` the reducing receives ``rrc``/``rrcs`` take ``dst`` as their local
 operand and ignore ``srcbuf``/``srcoff``, which msccl-tools fills with the *sender's* slot
-(``reference/msccl.md`` section 6); by default the XML means what the runtime does.
+(the MSCCL runtime's executor); by default the XML means what the runtime does.
 
 Dependencies: the operations of a threadblock run in order (each depends on the one before);
 a step's ``depid``/``deps`` (and those of the ``nop`` steps before it) become dependencies of
