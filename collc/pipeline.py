@@ -47,7 +47,7 @@ from tacos.group_bounds import group_bounds
 from topologies import Topology, parse_topology
 from topologies.cost_model import DEFAULT_COMPLETION, Completion, CostModel
 from topologies.errors import CollcError
-from topologies.groups import parse_groups
+from topologies.groups import Groups, parse_groups
 from topologies.units import check_time_range
 
 
@@ -230,10 +230,7 @@ def bounds_for(
     they hold for any program (see `tacos.bounds.lower_bounds`).
     """
     if req.groups:
-        groups = parse_groups(req.groups, topology)
-        groups.check_disjoint()
-        if placement:
-            groups.check_covers(placement)
+        groups = call_groups(req.groups, topology, placement)
         return group_bounds(
             req.collective,
             topology,
@@ -320,6 +317,16 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     )
 
 
+def call_groups(spec: str, topology: Topology, placement: Sequence[int] = ()) -> Groups:
+    """The groups ``spec`` names on ``topology``, checked for one collective call: disjoint,
+    of equal size, and holding exactly the ``placement`` NPUs when one is given."""
+    groups = parse_groups(spec, topology)
+    groups.check_disjoint()
+    if placement:
+        groups.check_covers(placement)
+    return groups
+
+
 def make_collective(req: Request, producer: Producer, topology: Topology) -> Collective:
     """The collective a request asks of ``producer`` on ``topology``: its ranks on the
     ``--placement`` NPUs (all by default) or, with ``--groups``, on the groups' NPUs in
@@ -329,10 +336,7 @@ def make_collective(req: Request, producer: Producer, topology: Topology) -> Col
     placement = parse_placement(req.placement, topology) if req.placement else ()
     members: tuple[tuple[int, ...], ...] = ()
     if req.groups:
-        groups = parse_groups(req.groups, topology)
-        groups.check_disjoint()
-        if placement:
-            groups.check_covers(placement)
+        groups = call_groups(req.groups, topology, placement)
         placement = groups.npus
         rank_of = {x: r for r, x in enumerate(placement)}
         members = tuple(tuple(rank_of[x] for x in g) for g in groups.members)

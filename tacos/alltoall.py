@@ -21,7 +21,6 @@ The estimate is the planned makespan; the CLI prints the simulated time.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -41,7 +40,7 @@ from tacos.channels import (
 from tacos.errors import TacosError
 from tacos.personal import route_personal
 from tacos.routes import Routes
-from tacos.synthesis import Progress, Synthesis
+from tacos.synthesis import Progress, Synthesis, check_arguments
 from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
 from topologies.topology import Topology
 
@@ -69,12 +68,7 @@ def synthesize_alltoall(
     c = collective
     if c.kind is not CollectiveKind.ALLTOALL:
         raise TacosError(f"synthesize_alltoall serves alltoall, not {c.kind.value}")
-    if not (
-        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
-    ):
-        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
-    if seeds < 1:
-        raise TacosError(f"seeds must be at least 1, got {seeds}")
+    check_arguments(chunk_bytes, seeds)
     npus = check_placement(c, topology)
     R, cf = c.num_ranks, c.chunks_per_rank
     say = progress or (lambda _f: None)

@@ -235,37 +235,14 @@ def _channels(net: Net, npus: Sequence[int], *, relays: bool) -> list[Channel]:
     return channels
 
 
-def _connected(n: int, channels: list[Channel]) -> bool:
-    """Whether ``channels`` connect every rank to every other (strongly)."""
+def _unreached(n: int, channels: list[Channel]) -> tuple[int, bool] | None:
+    """The first rank that rank 0 cannot reach (``True``) or that cannot reach rank 0
+    (``False``) over ``channels``; None when they connect every rank to every other."""
     succ: list[list[int]] = [[] for _ in range(n)]
     pred: list[list[int]] = [[] for _ in range(n)]
     for ch in channels:
         succ[ch.src].append(ch.dst)
         pred[ch.dst].append(ch.src)
-    for adj in (succ, pred):
-        seen = [False] * n
-        seen[0] = True
-        stack = [0]
-        while stack:
-            a = stack.pop()
-            for b in adj[a]:
-                if not seen[b]:
-                    seen[b] = True
-                    stack.append(b)
-        if not all(seen):
-            return False
-    return True
-
-
-def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: Net) -> None:
-    succ: list[set[int]] = [set() for _ in range(n)]
-    pred: list[set[int]] = [set() for _ in range(n)]
-    for ch in channels:
-        succ[ch.src].add(ch.dst)
-        pred[ch.dst].add(ch.src)
-    for r in range(n):
-        if n > 1 and not succ[r] and not pred[r]:
-            raise TacosError(f"NPU {npus[r]} (rank {r}) has no links to the other ranks")
     for adj, forward in ((succ, True), (pred, False)):
         seen = [False] * n
         seen[0] = True
@@ -278,10 +255,29 @@ def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: 
                     stack.append(b)
         for r in range(n):
             if not seen[r]:
-                a, b = (0, r) if forward else (r, 0)
-                if net.transposed:
-                    a, b = b, a
-                raise TacosError(
-                    f"NPU {npus[a]} (rank {a}) cannot reach NPU {npus[b]} (rank {b}): the "
-                    "topology is disconnected"
-                )
+                return r, forward
+    return None
+
+
+def _connected(n: int, channels: list[Channel]) -> bool:
+    """Whether ``channels`` connect every rank to every other (strongly)."""
+    return _unreached(n, channels) is None
+
+
+def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: Net) -> None:
+    linked = [False] * n
+    for ch in channels:
+        linked[ch.src] = linked[ch.dst] = True
+    for r in range(n):
+        if n > 1 and not linked[r]:
+            raise TacosError(f"NPU {npus[r]} (rank {r}) has no links to the other ranks")
+    missing = _unreached(n, channels)
+    if missing is not None:
+        r, forward = missing
+        a, b = (0, r) if forward else (r, 0)
+        if net.transposed:
+            a, b = b, a
+        raise TacosError(
+            f"NPU {npus[a]} (rank {a}) cannot reach NPU {npus[b]} (rank {b}): the "
+            "topology is disconnected"
+        )

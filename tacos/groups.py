@@ -18,7 +18,6 @@ it the simulator's to tell (the CLI simulates every synthesized program).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -40,6 +39,7 @@ from tacos.synthesis import (
     _finished,
     _scaled,
     _transpose_plan,
+    check_arguments,
     synthesize,
 )
 from tacos.timing import replay, replay_single_hop
@@ -86,12 +86,7 @@ def synthesize_groups(
     if c.kind not in GROUP_KINDS:
         served = ", ".join(sorted(k.value for k in GROUP_KINDS))
         raise TacosError(f"tacos synthesizes {c.kind.value} only without groups (groups: {served})")
-    if not (
-        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
-    ):
-        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
-    if seeds < 1:
-        raise TacosError(f"seeds must be at least 1, got {seeds}")
+    check_arguments(chunk_bytes, seeds)
     check_placement(c, topology)
     say = progress or (lambda _f: None)
     G = len(c.groups)

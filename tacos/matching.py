@@ -499,7 +499,9 @@ class _Rarity:
         return cand
 
 
-def _dist_to(num_ranks: int, channels: Sequence[Channel], dur: list[int], sink: int) -> list[int]:
+def _dist_to(
+    num_ranks: int, channels: Sequence[Channel], dur: Sequence[int], sink: int
+) -> list[int]:
     """Shortest channel time from every rank to ``sink`` (Dijkstra on reversed channels)."""
     back: list[list[tuple[int, int]]] = [[] for _ in range(num_ranks)]
     for i, c in enumerate(channels):

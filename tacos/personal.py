@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from tacos.channels import Channel, Timed
 from tacos.errors import TacosError
-from tacos.matching import Plan
+from tacos.matching import Plan, _dist_to
 
 Progress = Callable[[float], None]
 
@@ -39,25 +39,7 @@ def shortest_times(
     num_ranks: int, channels: Sequence[Channel], dur: Sequence[int]
 ) -> list[list[int]]:
     """``dist[d][u]``: the shortest channel time from rank ``u`` to rank ``d`` (ps)."""
-    back: list[list[tuple[int, int]]] = [[] for _ in range(num_ranks)]
-    for i, c in enumerate(channels):
-        back[c.dst].append((c.src, dur[i]))
-    inf = 1 << 62
-    out = []
-    for d in range(num_ranks):
-        dist = [inf] * num_ranks
-        dist[d] = 0
-        heap = [(0, d)]
-        while heap:
-            t, x = heapq.heappop(heap)
-            if t > dist[x]:
-                continue
-            for y, w in back[x]:
-                if t + w < dist[y]:
-                    dist[y] = t + w
-                    heapq.heappush(heap, (t + w, y))
-        out.append(dist)
-    return out
+    return [_dist_to(num_ranks, channels, dur, d) for d in range(num_ranks)]
 
 
 def route_personal(

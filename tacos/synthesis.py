@@ -77,6 +77,17 @@ def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int
     return chunks_per_npu
 
 
+def check_arguments(chunk_bytes: float, seeds: int) -> None:
+    """Raise TacosError unless ``chunk_bytes`` is a positive finite number and ``seeds`` is
+    at least 1 (every synthesizer's common arguments)."""
+    if not (
+        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
+    ):
+        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
+    if seeds < 1:
+        raise TacosError(f"seeds must be at least 1, got {seeds}")
+
+
 def _check_kind(kind: CollectiveKind) -> None:
     if kind not in SUPPORTED:
         served = ", ".join(sorted(k.value for k in SUPPORTED))
@@ -134,12 +145,7 @@ def synthesize(
         return synthesize_alltoall(
             collective, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress
         )
-    if not (
-        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
-    ):
-        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
-    if seeds < 1:
-        raise TacosError(f"seeds must be at least 1, got {seeds}")
+    check_arguments(chunk_bytes, seeds)
     npus = check_placement(collective, topology)
     R, cf = collective.num_ranks, collective.chunks_per_rank
     name = f"tacos-{kind.value}"
