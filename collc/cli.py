@@ -18,6 +18,7 @@ import click
 
 from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from collc import registry
+from collc.workload_cmd import workload
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
@@ -947,6 +948,9 @@ def demo(out: Path, as_json: bool) -> None:
         click.echo(f"next: collc inspect {out} | head   (the text form)")
 
     _emit(as_json, s, human)
+
+
+cli.add_command(workload)
 
 
 def main() -> None:

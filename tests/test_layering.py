@@ -12,6 +12,7 @@ ORDER = [
     "mscclang_frontend",
     "baselines",
     "backends",
+    "workloads",
     "collc",
 ]
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,13 +37,19 @@ The structure:
    one-dimensional collective run one after another and multi-dimensional ones pipeline
    across dimensions. Chunks do not slow each other down (no contention).
 
-Not modelled: ``doubleBinaryTree``, halving-doubling all-to-all, communicator groups,
+6. **Communicator groups** (``group``): a group smaller than the cluster runs as one logical
+   ring of its NPUs in ascending order, with the first implementation of the list (ring when
+   the list names several dimensions), each step costing its slowest pair; ``involved_dim``
+   (the workload node's) drops dimensions of a whole-cluster collective.
+
+Not modelled: ``doubleBinaryTree``, halving-doubling all-to-all,
 ``--num-queues-per-dim`` other than 1, Themis scheduling (ASTRA-sim 2.x hard-wires
 FIFO + ascending).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import re
@@ -52,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from backends.sim.analytical import astra_delay_ns, astra_hops, is_astra_stack
 from backends.sim.errors import SimError
@@ -213,32 +220,58 @@ class _Span:
         return v
 
     def _flat_delay(self, distance: int, nbytes: int) -> int:
-        P = self.p
-        a = np.arange(P, dtype=np.int64)
-        b = (a + distance) % P
-        worst = 0
-        stride = 1
-        undecided = np.ones(P, dtype=np.bool_)
-        for dim in self.dims:
-            p = dim.npus
-            ca = (a // stride) % p
-            cb = (b // stride) % p
-            here = undecided & (ca != cb)
-            if here.any():
-                delta = np.abs(cb[here] - ca[here])
-                if dim.kind == "ring":
-                    hops = np.minimum(delta, p - delta)
-                elif dim.kind == "fc":
-                    hops = np.ones_like(delta)
-                else:
-                    hops = np.full_like(delta, 2)
-                h = int(hops.max())
-                worst = max(
-                    worst, astra_delay_ns(h, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes)
-                )
-            undecided &= ~here
-            stride *= p
-        return worst
+        a = np.arange(self.p, dtype=np.int64)
+        return _pairs_delay(self.dims, a, (a + distance) % self.p, nbytes)
+
+
+class _GroupSpan(_Span):
+    """A communicator group smaller than the cluster: ASTRA-sim runs it as one logical ring of
+    the group's NPUs in ascending order; each pair is charged in the lowest dimension where
+    its NPUs differ, and a step costs its slowest pair."""
+
+    def __init__(self, dims: Sequence[AstraDim], members: Sequence[int]) -> None:
+        super().__init__(dims, -1)
+        self.members = np.asarray(sorted(members), dtype=np.int64)
+        self.p = len(self.members)
+
+    def _flat_delay(self, distance: int, nbytes: int) -> int:
+        a = self.members
+        b = np.roll(a, -(distance % self.p))
+        return _pairs_delay(self.dims, a, b, nbytes)
+
+
+def _pairs_delay(
+    dims: Sequence[AstraDim], a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], nbytes: int
+) -> int:
+    """The slowest of the messages ``a[i] -> b[i]`` (congestion-unaware delays)."""
+    worst = 0
+    stride = 1
+    undecided = a != b
+    for dim in dims:
+        p = dim.npus
+        ca = (a // stride) % p
+        cb = (b // stride) % p
+        here = undecided & (ca != cb)
+        if here.any():
+            delta = np.abs(cb[here] - ca[here])
+            if dim.kind == "ring":
+                hops = np.minimum(delta, p - delta)
+            elif dim.kind == "fc":
+                hops = np.ones_like(delta)
+            else:
+                hops = np.full_like(delta, 2)
+            h = int(hops.max())
+            worst = max(worst, astra_delay_ns(h, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes))
+        undecided &= ~here
+        stride *= p
+    return worst
+
+
+def astrasim_p2p_ns(dims: Sequence[DimLike], src: int, dst: int, nbytes: int) -> int:
+    """ASTRA-sim's congestion-unaware delay of one message from NPU ``src`` to ``dst``."""
+    a = np.array([src], dtype=np.int64)
+    b = np.array([dst], dtype=np.int64)
+    return _pairs_delay(_dims(dims), a, b, nbytes)
 
 
 def _reduce_ns(nbytes: int, local_mem_bw: float) -> float:
@@ -336,6 +369,8 @@ def astrasim_native_estimate(
     local_mem_bw: float = 0.0,
     collective_optimization: str = "baseline",
     size_convention: str = "nccl",
+    group: Sequence[int] | None = None,
+    involved_dim: Sequence[bool] | None = None,
 ) -> NativeEstimate:
     """ASTRA-sim's analytical time for a native collective, with its workings; see the module
     docstring and `astrasim_native_time` for the arguments."""
@@ -395,12 +430,32 @@ def astrasim_native_estimate(
 
     # One chunk's phases: (span key, comm, algorithm).
     plan: list[tuple[int, CollectiveKind, Algorithm]] = []
-    if flat:
+    spans: dict[int, _Span] = {}
+    if group is not None and len(set(group)) < total:
+        members = sorted(set(group))
+        if len(members) < 2 or members[0] < 0 or members[-1] >= total:
+            raise SimError(f"a communicator group of NPUs {members} does not fit {total} NPUs")
+        # A smaller group runs as one logical ring of its NPUs; a multi-dimensional
+        # implementation list falls back to ring (ASTRA-sim's CommunicatorGroup).
+        algo = algos[0] if len(algos) == 1 else Algorithm("ring")
+        algo = dataclasses.replace(algo, flat=False)
+        spans[-2] = _GroupSpan(ds, members)
+        plan.append((-2, k, algo))
+        notes.append(f"communicator group of {len(members)} NPUs: one logical {algo.name}")
+    elif flat:
         plan.append((-1, k, algos[0]))
         if len(algos) > 1:
             notes.append(f"{names[0]} runs over all {total} NPUs; the other entries are ignored")
     else:
-        active = [i for i, d in enumerate(ds) if d.npus > 1]
+        if involved_dim is not None and len(involved_dim) < len(ds):
+            raise SimError(
+                f"involved_dim has {len(involved_dim)} entries for {len(ds)} dimensions"
+            )
+        active = [
+            i
+            for i, d in enumerate(ds)
+            if d.npus > 1 and (involved_dim is None or involved_dim[i])
+        ]
         if k is CollectiveKind.ALLREDUCE and opt == "localbwaware" and active:
             plan += [(i, CollectiveKind.REDUCE_SCATTER, algos[i]) for i in active[:-1]]
             plan.append((active[-1], CollectiveKind.ALLREDUCE, algos[active[-1]]))
@@ -409,7 +464,6 @@ def astrasim_native_estimate(
             plan += [(i, k, algos[i]) for i in reversed(active)]
         else:
             plan += [(i, k, algos[i]) for i in active]
-    spans: dict[int, _Span] = {}
     phases: list[PhaseCost] = []
     D = chunk
     for key, comm, algo in plan:
@@ -490,6 +544,8 @@ def astrasim_native_time(
     local_mem_bw: float = 0.0,
     collective_optimization: str = "baseline",
     size_convention: str = "nccl",
+    group: Sequence[int] | None = None,
+    involved_dim: Sequence[bool] | None = None,
 ) -> float:
     """The time in ns ASTRA-sim's congestion-unaware backend reports for one native collective.
 
@@ -501,8 +557,9 @@ def astrasim_native_time(
     ``active-chunks-per-dimension``, ``local-mem-bw`` (decimal GB/s; 0 = free reductions) and
     ``collective-optimization`` (baseline or localBWAware). ``size_convention``: ``nccl``
     (largest buffer, collc's ``--size``) or ``astrasim`` (the workload's ``comm_size``; they
-    differ for all-gather only). Raises SimError for anything not modelled; see the module
-    docstring for the rules.
+    differ for all-gather only). ``group``: the NPUs of a communicator group (None: every
+    NPU); ``involved_dim``: per dimension, whether a whole-cluster collective uses it. Raises
+    SimError for anything not modelled; see the module docstring for the rules.
     """
     return astrasim_native_estimate(
         kind,
@@ -515,6 +572,8 @@ def astrasim_native_time(
         local_mem_bw=local_mem_bw,
         collective_optimization=collective_optimization,
         size_convention=size_convention,
+        group=group,
+        involved_dim=involved_dim,
     ).time_ns
 
 

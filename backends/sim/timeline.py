@@ -50,12 +50,14 @@ def trace_events(result: SimResult) -> list[dict[str, Any]]:
             "this result kept no timeline: simulate with keep_timeline=True to write one"
         )
     events: list[dict[str, Any]] = []
-    events.extend(_link_events(tl))
+    events.extend(link_events(tl))
     events.extend(_rank_events(tl))
     return events
 
 
-def _link_events(tl: Timeline) -> list[dict[str, Any]]:
+def link_events(tl: Timeline) -> list[dict[str, Any]]:
+    """The links process of a timeline: one thread per link that carried anything, one
+    complete event per occupancy (empty for models without link records)."""
     rec = tl.records
     if rec is None or len(rec.link) == 0:
         return []

@@ -1,0 +1,363 @@
+"""``collc workload``: generate training workloads and simulate them (docs/workloads.md).
+
+Like every command module, importing this one loads no heavy library; each command imports
+the packages it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from collc import registry
+from topologies.cost_model import COMPLETIONS
+from topologies.errors import CollcError
+
+if TYPE_CHECKING:
+    from topologies.cost_model import CostModel
+    from topologies.topology import Topology
+    from workloads.analytical import NativeConfig
+    from workloads.engine import CollCall
+    from workloads.expand import Expansion, ProgramFor
+
+MODELS = {
+    "analytical": "ASTRA-sim's congestion-unaware backend with its native collectives (fast)",
+    **{
+        k: f"collc's collectives on the {k} simulator: {v}"
+        for k, v in registry.SIM_MODELS.items()
+        if k != "analytical"
+    },
+}
+"""The choices of ``--model``: the analytical mode, or a `backends.sim` model that runs every
+collective expanded by a collc producer."""
+
+
+@click.group()
+def workload() -> None:
+    """Training workloads: Chakra workload ETs of compute, collectives and messages."""
+
+
+def parse_algorithms(text: str) -> tuple[str, dict[str, str]]:
+    """``tacos`` or ``ring,allgather=direct,pg:3=tacos``: the default producer and overrides
+    per collective kind (allreduce, allgather, reduce_scatter, alltoall) or per communicator
+    group (``pg:NAME``)."""
+    from chakra_ir.collective import parse_collective_kind
+
+    default = registry.DEFAULT_ALGORITHM
+    over: dict[str, str] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, eq, algo = part.partition("=")
+        name = algo.strip() if eq else key.strip()
+        if name not in registry.ALGORITHMS:
+            known = ", ".join(registry.ALGORITHMS)
+            raise CollcError(f"--algorithm: unknown producer {name!r} (known: {known})")
+        if not eq:
+            default = name
+            continue
+        key = key.strip()
+        if key.startswith("pg:"):
+            over[key] = name
+        else:
+            over[parse_collective_kind(key).value] = name
+    return default, over
+
+
+def program_for(
+    topology: Topology,
+    algorithms: tuple[str, dict[str, str]],
+    *,
+    cost: CostModel,
+    chunks_per_npu: int,
+    seed: int,
+) -> ProgramFor:
+    """Expands a workload's collective with the chosen producer on the group's NPUs, verified
+    (`chakra_ir.verify`); one program per call (the caller caches)."""
+    from chakra_ir.collective import CollectiveKind
+    from chakra_ir.outdir import chunk_bytes_for
+    from chakra_ir.verify import verify
+    from collc import pipeline
+    from workloads.expand import Expansion
+    from workloads.model import COLL_NAMES, CollKind
+
+    default, over = algorithms
+
+    def make(call: CollCall) -> Expansion:
+        kind = CollectiveKind(COLL_NAMES[call.kind])
+        algo = over.get(f"pg:{call.pg_name}", over.get(kind.value, default))
+        members = call.members
+        size = call.comm_size * len(members) if call.kind == CollKind.ALL_GATHER else call.comm_size
+        req = pipeline.Request(
+            topology=topology.spec,
+            collective=kind,
+            algorithm=algo,
+            size_bytes=size,
+            chunks_per_npu=chunks_per_npu,
+            placement=",".join(str(x) for x in members),
+            seed=seed,
+            completion=cost.completion.value,
+        )
+        producer = pipeline.ALGORITHMS[algo](req, None)
+        if kind not in producer.collectives:
+            raise CollcError(f"--algorithm: {algo} does not make {kind.value}")
+        collective = pipeline.make_collective(req, producer, topology)
+        program = pipeline.generate(producer, collective, topology)
+        verify(program)
+        return Expansion(program, chunk_bytes_for(collective, size))
+
+    return make
+
+
+def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfig:
+    """The analytical knobs: ASTRA-sim's system JSON ``system`` (if given), then the flags."""
+    from workloads.analytical import NativeConfig
+    from workloads.model import CollKind
+
+    fields: dict[str, Any] = {}
+    if system is not None:
+        try:
+            data = json.loads(system.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise CollcError(f"{system}: cannot read: {e}") from None
+        except json.JSONDecodeError as e:
+            raise CollcError(f"{system}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+        if not isinstance(data, dict):
+            raise CollcError(f"{system}: expected an ASTRA-sim system JSON object")
+        simple = {
+            "endpoint-delay": ("endpoint_delay_ns", int),
+            "preferred-dataset-splits": ("preferred_dataset_splits", int),
+            "active-chunks-per-dimension": ("active_chunks_per_dimension", int),
+            "local-mem-bw": ("local_mem_bw_gbps", float),
+            "peak-perf": ("peak_perf_tflops", float),
+            "roofline-enabled": ("roofline", bool),
+            "collective-optimization": ("collective_optimization", str),
+            "scheduling-policy": ("scheduling_policy", str),
+        }
+        for key, (name, typ) in simple.items():
+            if key in data:
+                try:
+                    fields[name] = typ(data[key])
+                except (TypeError, ValueError):
+                    raise CollcError(
+                        f"{system}: {key} {data[key]!r} is not a {typ.__name__}"
+                    ) from None
+        per_kind: dict[CollKind, tuple[str, ...]] = {}
+        keys = {
+            "all-reduce-implementation": CollKind.ALL_REDUCE,
+            "all-gather-implementation": CollKind.ALL_GATHER,
+            "reduce-scatter-implementation": CollKind.REDUCE_SCATTER,
+            "all-to-all-implementation": CollKind.ALL_TO_ALL,
+        }
+        for key, kind in keys.items():
+            v = data.get(key)
+            if v is not None:
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v) or not v:
+                    raise CollcError(f"{system}: {key} must be a list of algorithm names")
+                per_kind[kind] = tuple(v)
+        fields["per_kind"] = per_kind
+    fields.update({k: v for k, v in overrides.items() if v is not None})
+    if "implementation" in fields and isinstance(fields["implementation"], str):
+        fields["implementation"] = tuple(x.strip() for x in fields["implementation"].split(","))
+        fields["per_kind"] = {}
+    return NativeConfig(**fields)
+
+
+@workload.command(name="simulate")
+@click.argument("location", type=click.Path(path_type=Path))
+@click.option("--topology", "-t", required=True, help="Topology spec (topologies/SPEC.md) or file.")
+@click.option(
+    "--comm-groups",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="ASTRA-sim communicator-group JSON (default: the folder's comm_groups.json).",
+)
+@click.option(
+    "--model",
+    type=click.Choice(list(MODELS)),
+    default="congestion",
+    show_default=True,
+    help="; ".join(f"{k}: {v}" for k, v in MODELS.items()),
+)
+@click.option(
+    "--algorithm",
+    "-a",
+    default=registry.DEFAULT_ALGORITHM,
+    show_default=True,
+    help="Producer of the collectives (not for analytical): NAME, or NAME plus overrides "
+    "KIND=NAME / pg:GROUP=NAME, comma-separated.",
+)
+@click.option("--chunks-per-npu", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--completion",
+    type=click.Choice(list(COMPLETIONS)),
+    default="on-arrival",
+    show_default=True,
+    help="When a send completes (ASTRA-sim: on-arrival).",
+)
+@click.option("--system", type=click.Path(path_type=Path), help="ASTRA-sim system JSON (knobs).")
+@click.option(
+    "--native", default=None, help="Analytical: implementation per dimension, e.g. ring,direct."
+)
+@click.option("--endpoint-delay", type=int, default=None, help="Analytical: ns per step (10).")
+@click.option("--splits", type=int, default=None, help="Analytical: preferred-dataset-splits (1).")
+@click.option("--active-chunks", type=int, default=None, help="Analytical: per dimension (1).")
+@click.option("--local-mem-bw", type=float, default=None, help="GB/s: reductions, roofline.")
+@click.option("--peak-perf", type=float, default=None, help="TFLOPS (roofline).")
+@click.option("--roofline/--no-roofline", default=None, help="Time COMP nodes by the roofline.")
+@click.option(
+    "--remote-mem",
+    default=None,
+    help="LATENCY_NS,BYTES_PER_NS of per-NPU remote memory (MEM_LOAD/STORE nodes).",
+)
+@click.option("--timeline", type=click.Path(path_type=Path), help="Write a Perfetto trace.")
+@click.option("--json", "as_json", is_flag=True)
+def simulate_cmd(
+    location: Path,
+    topology: str,
+    comm_groups: Path | None,
+    model: str,
+    algorithm: str,
+    chunks_per_npu: int,
+    seed: int,
+    completion: str,
+    system: Path | None,
+    native: str | None,
+    endpoint_delay: int | None,
+    splits: int | None,
+    active_chunks: int | None,
+    local_mem_bw: float | None,
+    peak_perf: float | None,
+    roofline: bool | None,
+    remote_mem: str | None,
+    timeline: Path | None,
+    as_json: bool,
+) -> None:
+    """Simulate a training iteration: the workload ETs at LOCATION (a folder or a prefix)."""
+    import time
+
+    from collc import pipeline
+    from topologies import parse_topology
+    from workloads.chakra_io import read_workload
+    from workloads.engine import Roofline, run_workload
+    from workloads.model import check_workload
+    from workloads.report import summary, write_timeline
+
+    t0 = time.perf_counter()
+    topo = parse_topology(topology)
+    config = native_config(
+        system,
+        {
+            "implementation": native,
+            "endpoint_delay_ns": endpoint_delay,
+            "preferred_dataset_splits": splits,
+            "active_chunks_per_dimension": active_chunks,
+            "local_mem_bw_gbps": local_mem_bw,
+            "peak_perf_tflops": peak_perf,
+            "roofline": roofline,
+        },
+    )
+    mem = _remote_mem(remote_mem)
+    algos = parse_algorithms(algorithm)
+    w = read_workload(location, str(comm_groups) if comm_groups else None)
+    if w.num_npus != topo.num_npus:
+        raise CollcError(
+            f"{location}: the workload has {w.num_npus} NPUs, {topo.spec} has {topo.num_npus}"
+        )
+    check_workload(w, roofline=config.roofline)
+    roof = (
+        Roofline(config.peak_perf_tflops * 1e12, config.local_mem_bw_gbps * 1e9)
+        if config.roofline
+        else None
+    )
+    sim = None
+    programs = 0
+    if model == "analytical":
+        from workloads.analytical import native_timers
+
+        coll, p2p, _ = native_timers(topo, config)
+        run = run_workload(w, coll, p2p, roofline=roof, remote_mem=mem)
+    else:
+        from workloads.expand import run_contended
+
+        cost = pipeline.cost_model_for(completion)
+        make = program_for(topo, algos, cost=cost, chunks_per_npu=chunks_per_npu, seed=seed)
+        done = run_contended(w, topo, make, model=model, cost=cost, roofline=roof, remote_mem=mem)
+        run, sim, programs = done.run, done.sim, done.programs
+    data = summary(w, run, sim=sim)
+    data["model"] = model
+    data["topology"] = topo.spec
+    if model != "analytical":
+        data["algorithm"] = algorithm
+        data["programs"] = programs
+    else:
+        data["system"] = _config_json(config)
+    if timeline is not None:
+        write_timeline(timeline, w, run, sim)
+        data["files"] = [str(timeline)]
+    data["seconds"] = round(time.perf_counter() - t0, 3)
+
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    _print(data)
+
+
+def _config_json(config: NativeConfig) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(config)
+    d["per_kind"] = {k.name: list(v) for k, v in config.per_kind.items()}
+    d["implementation"] = list(config.implementation)
+    return d
+
+
+def _remote_mem(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        lat, bw = (float(x) for x in text.split(","))
+    except ValueError:
+        raise CollcError(f"--remote-mem: expected LATENCY_NS,BYTES_PER_NS, got {text!r}") from None
+    if not (lat >= 0 and bw > 0) or lat != lat or bw == float("inf"):
+        raise CollcError(f"--remote-mem: latency must be >= 0 and bandwidth > 0, got {text!r}")
+    return lat, bw
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.2f} us"
+
+
+def _print(d: dict[str, Any]) -> None:
+    click.echo(
+        f"workload: {d['npus']} NPUs, {d['nodes']:,} nodes, {d['collectives']:,} collectives "
+        f"on {d['topology']} ({d['model']})"
+    )
+    click.echo(f"  iteration          {_us(d['iteration_ns'])}")
+    click.echo(
+        f"  NPU {d['slowest_npu']} (slowest)   compute {_us(d['compute_ns'])}, exposed "
+        f"communication {_us(d['exposed_communication_ns'])}"
+    )
+    if d["per_collective"]:
+        click.echo("  collectives (group, kind, bytes: count, total)")
+        for c in d["per_collective"][:10]:
+            click.echo(
+                f"    {c['group']:>6} ({c['group_size']} NPUs) {c['kind']:<15} {c['comm_size']:>12,} B"
+                f"  x{c['count']:<5} {_us(c['total_ns'])}"
+            )
+    links = d.get("links")
+    if links:
+        click.echo(
+            f"  links: {links['count']} in use, mean utilisation {links['mean_utilization']:.1%}; "
+            "busiest:"
+        )
+        for lk in links["busiest"][:5]:
+            click.echo(f"    {lk['src']}->{lk['dst']}  {lk['utilization']:.1%}")
+    for f in d.get("files", []):
+        click.echo(f"wrote {f}")
+    click.echo(f"  ({d['seconds']} s)")

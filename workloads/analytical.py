@@ -1,0 +1,126 @@
+"""The analytical mode: a workload timed as ASTRA-sim's congestion-unaware analytical backend
+times it, with its native collectives.
+
+Collectives take `backends.sim.native`'s time for the group (whole cluster: the per-dimension
+implementations over the involved dimensions; a smaller communicator group: one logical ring
+of its NPUs); point-to-point messages take the congestion-unaware delay (hops x latency +
+bytes / bandwidth in the lowest dimension where the NPUs differ, truncated to whole ns). There
+is no contention, so every distinct collective is computed once and cached.
+
+The knobs are ASTRA-sim's system JSON keys (`NativeConfig`); `system_json` writes the file
+that makes ASTRA-sim use the same ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from backends.sim.errors import SimError
+from backends.sim.native import AstraDim, astrasim_native_time, astrasim_p2p_ns, dims_from_topology
+from topologies.topology import Topology
+from workloads.engine import CollCall, CollectiveTimer, P2pTimer
+from workloads.model import COLL_NAMES, CollKind, WorkloadError
+
+_JSON_KEYS = {
+    CollKind.ALL_REDUCE: "all-reduce-implementation",
+    CollKind.ALL_GATHER: "all-gather-implementation",
+    CollKind.REDUCE_SCATTER: "reduce-scatter-implementation",
+    CollKind.ALL_TO_ALL: "all-to-all-implementation",
+}
+
+
+@dataclass(frozen=True)
+class NativeConfig:
+    """ASTRA-sim's system-layer knobs for native collectives (its system JSON):
+    ``implementation`` per dimension (one name, or one per dimension, for every collective;
+    ``per_kind`` overrides it for some), ``endpoint_delay_ns``, ``preferred_dataset_splits``,
+    ``active_chunks_per_dimension``, ``local_mem_bw_gbps`` (decimal GB/s; also the roofline's
+    memory bandwidth), ``peak_perf_tflops`` (roofline), ``roofline`` on or off,
+    ``collective_optimization`` (baseline or localBWAware) and ``scheduling_policy`` (written to
+    the JSON; with one communication op in flight per NPU it does not change the time)."""
+
+    implementation: tuple[str, ...] = ("ring",)
+    per_kind: dict[CollKind, tuple[str, ...]] = field(default_factory=dict)
+    endpoint_delay_ns: int = 10
+    preferred_dataset_splits: int = 1
+    active_chunks_per_dimension: int = 1
+    local_mem_bw_gbps: float = 0.0
+    peak_perf_tflops: float = 0.0
+    roofline: bool = False
+    collective_optimization: str = "baseline"
+    scheduling_policy: str = "FIFO"
+
+    def algorithms(self, kind: CollKind, ndims: int) -> list[str]:
+        names = list(self.per_kind.get(kind, self.implementation))
+        if len(names) == 1 and ndims > 1:
+            names = names * ndims
+        return names
+
+
+def system_json(config: NativeConfig, ndims: int) -> dict[str, object]:
+    """The ASTRA-sim system JSON that runs a workload with ``config``'s knobs."""
+    out: dict[str, object] = {
+        "scheduling-policy": config.scheduling_policy,
+        "endpoint-delay": config.endpoint_delay_ns,
+        "active-chunks-per-dimension": config.active_chunks_per_dimension,
+        "preferred-dataset-splits": config.preferred_dataset_splits,
+        "collective-optimization": config.collective_optimization,
+        "local-mem-bw": config.local_mem_bw_gbps,
+        "peak-perf": config.peak_perf_tflops,
+        "roofline-enabled": int(config.roofline),
+    }
+    for kind, key in _JSON_KEYS.items():
+        out[key] = config.algorithms(kind, ndims)
+    return out
+
+
+def native_timers(
+    topology: Topology, config: NativeConfig
+) -> tuple[CollectiveTimer, P2pTimer, list[AstraDim]]:
+    """The collective and message timers of the analytical mode on ``topology`` (a stack of
+    Ring, FullyConnected and Switch dimensions), and its ASTRA-sim dimensions."""
+    try:
+        dims = dims_from_topology(topology)
+    except SimError as e:
+        raise WorkloadError(
+            f"the analytical mode needs an ASTRA-sim network: {e.message}"
+        ) from None
+    cache: dict[CollCall, float] = {}
+
+    def coll(call: CollCall) -> float:
+        t = cache.get(call)
+        if t is None:
+            try:
+                t = astrasim_native_time(
+                    COLL_NAMES[call.kind],
+                    dims,
+                    call.comm_size,
+                    config.algorithms(call.kind, len(dims)),
+                    endpoint_delay=config.endpoint_delay_ns,
+                    preferred_dataset_splits=config.preferred_dataset_splits,
+                    active_chunks_per_dimension=config.active_chunks_per_dimension,
+                    local_mem_bw=config.local_mem_bw_gbps,
+                    collective_optimization=config.collective_optimization,
+                    size_convention="astrasim",
+                    group=call.members if call.pg_name else None,
+                    involved_dim=call.involved_dim,
+                )
+            except SimError as e:
+                raise WorkloadError(
+                    f"{call.kind.name} of {call.comm_size} B on {len(call.members)} NPUs: "
+                    f"{e.message}"
+                ) from None
+            cache[call] = t
+        return t
+
+    p2p_cache: dict[tuple[int, int, int], float] = {}
+
+    def p2p(src: int, dst: int, nbytes: int) -> float:
+        key = (src, dst, nbytes)
+        t = p2p_cache.get(key)
+        if t is None:
+            t = float(astrasim_p2p_ns(dims, src, dst, nbytes))
+            p2p_cache[key] = t
+        return t
+
+    return coll, p2p, dims
