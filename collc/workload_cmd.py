@@ -361,3 +361,103 @@ def _print(d: dict[str, Any]) -> None:
     for f in d.get("files", []):
         click.echo(f"wrote {f}")
     click.echo(f"  ({d['seconds']} s)")
+
+
+@workload.command(name="generate")
+@click.argument("model")
+@click.option("--npus", type=int, required=True, help="NPUs (= dp x tp x pp).")
+@click.option("--dp", type=int, default=1, show_default=True, help="Data parallelism.")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor parallelism.")
+@click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages.")
+@click.option("--sp", is_flag=True, help="Sequence parallelism (with tensor parallelism).")
+@click.option("--zero", type=click.IntRange(0, 2), default=0, show_default=True, help="ZeRO stage.")
+@click.option("--microbatches", type=int, default=None, help="Per replica (default: pp).")
+@click.option("--microbatch-size", type=int, default=1, show_default=True, help="Sequences.")
+@click.option("--seq", type=int, default=None, help="Tokens per sequence (default: the model's).")
+@click.option("--peak-tflops", type=float, default=None, help="NPU peak (default: A100 312).")
+@click.option("--mem-bw", type=float, default=None, help="NPU memory GB/s (default: A100 2039).")
+@click.option("--memory", "memory_gib", type=float, default=None, help="NPU GiB (default 80).")
+@click.option("--no-memory-check", is_flag=True, help="Generate even if it does not fit.")
+@click.option("--no-optimizer", is_flag=True, help="Leave out the optimizer step.")
+@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
+@click.option("--json", "as_json", is_flag=True)
+def generate_cmd(
+    model: str,
+    npus: int,
+    dp: int,
+    tp: int,
+    pp: int,
+    sp: bool,
+    zero: int,
+    microbatches: int | None,
+    microbatch_size: int,
+    seq: int | None,
+    peak_tflops: float | None,
+    mem_bw: float | None,
+    memory_gib: float | None,
+    no_memory_check: bool,
+    no_optimizer: bool,
+    out: Path,
+    as_json: bool,
+) -> None:
+    """Generate one training iteration of MODEL (gpt3-125m ... gpt3-175b, vit-base/large/huge)
+    as Chakra workload ETs in a folder ASTRA-sim and `collc workload simulate` run."""
+    import dataclasses
+    import time
+
+    from workloads.chakra_io import write_workload
+    from workloads.transformer import DEFAULT_NPU, GiB, generate
+
+    t0 = time.perf_counter()
+    hw = DEFAULT_NPU
+    if peak_tflops is not None or mem_bw is not None or memory_gib is not None:
+        for flag, v in (
+            ("--peak-tflops", peak_tflops),
+            ("--mem-bw", mem_bw),
+            ("--memory", memory_gib),
+        ):
+            if v is not None and not (0 < v < float("inf")):
+                raise CollcError(f"{flag} must be a positive number, got {v}")
+        hw = dataclasses.replace(
+            hw,
+            name="custom",
+            peak_flops=hw.peak_flops if peak_tflops is None else peak_tflops * 1e12,
+            mem_bw=hw.mem_bw if mem_bw is None else mem_bw * 1e9,
+            memory=hw.memory if memory_gib is None else int(memory_gib * GiB),
+        )
+    w = generate(
+        model,
+        npus=npus,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        sp=sp,
+        microbatches=microbatches,
+        microbatch_size=microbatch_size,
+        seq=seq,
+        zero=zero,
+        hw=hw,
+        optimizer=not no_optimizer,
+        check_memory=not no_memory_check,
+    )
+    files = write_workload(w, out)
+    mem = w.metadata.get("memory", {})
+    data: dict[str, Any] = {
+        "output": str(out),
+        "npus": w.num_npus,
+        "nodes": w.num_nodes,
+        "groups": len(w.groups),
+        "files": len(files),
+        "memory_peak_bytes": mem.get("peak") if isinstance(mem, dict) else None,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(
+        f"wrote {out}: {w.num_npus} NPUs, {w.num_nodes:,} nodes, {len(w.groups)} communicator "
+        f"groups ({data['seconds']} s)"
+    )
+    if isinstance(data["memory_peak_bytes"], int):
+        click.echo(f"  peak memory per NPU {data['memory_peak_bytes'] / GiB:.2f} GiB")
+    click.echo(f"next: collc workload simulate {out} -t SPEC   (a topology of {w.num_npus} NPUs)")
