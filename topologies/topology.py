@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from topologies.errors import TopologyError
 from topologies.routing import (
@@ -15,6 +14,9 @@ from topologies.routing import (
     bfs_parents,
     path_from_parents,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: ``(src, dst, latency_ns, bandwidth_bytes_per_ns, dim)``: a link before it gets its index.
 LinkSpec = tuple[int, int, float, float, int]
@@ -249,6 +251,8 @@ class Topology:
         """A fresh MultiDiGraph: node attr ``switch``; edge key = link index, edge attrs
         ``index``, ``latency_ns``, ``bandwidth_bytes_per_ns``, ``dim``; graph attrs ``name``,
         ``spec``, ``num_npus``."""
+        import networkx as nx  # only here: a Topology itself needs no networkx (start-up time)
+
         g: nx.MultiDiGraph[int] = nx.MultiDiGraph(
             name=self._name, spec=self._spec, num_npus=self._num_npus
         )
