@@ -11,7 +11,6 @@ from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import Program
 from tacos.errors import TacosError
-from tacos.groups import synthesize_groups
 from tacos.synthesis import SUPPORTED, Progress, Synthesis, chunks_for, synthesize
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 from topologies.topology import Topology
@@ -76,6 +75,8 @@ class Tacos:
         """
         chunk_bytes = chunk_bytes_for(collective, self.size_bytes)
         if collective.groups:
+            from tacos.groups import synthesize_groups  # only for process groups (start-up)
+
             self.last = synthesize_groups(
                 collective,
                 topology,
