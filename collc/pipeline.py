@@ -11,26 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
-from backends.sim import MODELS as SIM_MODELS
-from backends.sim import (
-    SimError,
-    SimResult,
-    TaskKind,
-    simulate,
-    simulate_et,
-    simulate_tasks,
-    tasks_from_et,
-)
-from backends.sim.gates import gate_ties
-from baselines import ALGORITHMS as BASELINES
-from baselines.base import Baseline
 from chakra_ir.collective import Collective, CollectiveKind
-from chakra_ir.et import program_from_traces, read_et_folder
-from chakra_ir.grouping import merge_groups, split_groups
 from chakra_ir.outdir import (
     MANIFEST,
     Manifest,
@@ -39,16 +22,24 @@ from chakra_ir.outdir import (
     read_output,
     write_output,
 )
-from chakra_ir.program import Program
 from chakra_ir.verify import VerifyError, VerifyReport, verify, verify_routes
-from tacos import Tacos
-from tacos.bounds import Bounds, lower_bounds
-from tacos.group_bounds import group_bounds
-from topologies import Topology, parse_topology
+from collc import registry
+from topologies import parse_topology
 from topologies.cost_model import DEFAULT_COMPLETION, Completion, CostModel
 from topologies.errors import CollcError
-from topologies.groups import Groups, parse_groups
 from topologies.units import check_time_range
+
+# Start-up (issue 12): the producers, the bounds, the simulator and the ET codec are imported
+# by the functions that use them, so each command loads only what it runs (`collc compile`
+# loads no baseline, no TACOS synthesis of process groups and no simulation model: only the
+# gates' simulation).
+if TYPE_CHECKING:
+    from backends.sim import SimResult
+    from baselines.base import Baseline
+    from chakra_ir.program import Program
+    from tacos.bounds import Bounds
+    from topologies import Topology
+    from topologies.groups import Groups
 
 
 class Producer(Protocol):
@@ -100,6 +91,8 @@ class _Pipelined:
 
 
 def _tacos(req: Request, progress: Progress | None) -> Producer:
+    from tacos import Tacos
+
     return Tacos(
         size_bytes=req.size_bytes,
         chunks_per_npu=req.chunks_per_npu,
@@ -111,21 +104,44 @@ def _tacos(req: Request, progress: Progress | None) -> Producer:
     )
 
 
-def _baseline(base: Baseline) -> ProducerFactory:
-    return lambda req, _progress: _Pipelined(base, req.chunks_per_npu)
+def _baseline(name: str) -> ProducerFactory:
+    def make(req: Request, _progress: Progress | None) -> Producer:
+        from baselines import ALGORITHMS as BASELINES
+
+        return _Pipelined(BASELINES[name], req.chunks_per_npu)
+
+    return make
 
 
 ALGORITHMS: dict[str, ProducerFactory] = {
     "tacos": _tacos,
-    **{name: _baseline(b) for name, b in BASELINES.items()},
+    **{name: _baseline(name) for name in registry.ALGORITHMS if name != "tacos"},
 }
-"""Every producer the CLI offers, by name; the CLI builds its choices from this dict."""
+"""Every producer the CLI offers, by name; the CLI builds its choices from this dict. The
+names are `collc.registry`'s static copy (TACOS, then `baselines.ALGORITHMS` in order), so
+that a producer's package is imported only when it is used; ``tests/test_cli_startup.py``
+holds that copy equal to the real registries."""
 
 DEFAULT_ALGORITHM = "tacos"
-DESCRIPTIONS: dict[str, str] = {
-    "tacos": Tacos.description,
-    **{name: b.description for name, b in BASELINES.items()},
-}
+
+if TYPE_CHECKING:
+    DESCRIPTIONS: dict[str, str]
+    """Every producer's description, by name (`descriptions`)."""
+
+
+def descriptions() -> dict[str, str]:
+    """Every producer's description, by name, as the producers themselves state it (imports
+    TACOS and every baseline); also the module attribute ``DESCRIPTIONS``."""
+    from baselines import ALGORITHMS as BASELINES
+    from tacos import Tacos
+
+    return {"tacos": Tacos.description, **{name: b.description for name, b in BASELINES.items()}}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DESCRIPTIONS":
+        return descriptions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_placement(text: str, topology: Topology) -> tuple[int, ...]:
@@ -229,6 +245,9 @@ def bounds_for(
     Without ``any_chunking`` they assume TACOS's chunking (``req.chunks_per_npu``); with it
     they hold for any program (see `tacos.bounds.lower_bounds`).
     """
+    from tacos.bounds import lower_bounds
+    from tacos.group_bounds import group_bounds
+
     if req.groups:
         groups = call_groups(req.groups, topology, placement)
         return group_bounds(
@@ -252,6 +271,8 @@ def bounds_for(
 
 def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     """Produce, verify and bind a size to a program; nothing is written."""
+    from tacos import Tacos
+
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     topology = parse_topology(req.topology)
@@ -297,6 +318,8 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     if collective.groups or (alltoall and isinstance(algo, Tacos)):
         # Groups share links, and TACOS's all-to-all plan is a planning figure: the estimate
         # is the simulated time (of every group at once).
+        from backends.sim import simulate
+
         t3 = time.perf_counter()
         estimate = simulate(
             program, topology, chunk_bytes_for(collective, req.size_bytes), cost=cost
@@ -320,6 +343,8 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
 def call_groups(spec: str, topology: Topology, placement: Sequence[int] = ()) -> Groups:
     """The groups ``spec`` names on ``topology``, checked for one collective call: disjoint,
     of equal size, and holding exactly the ``placement`` NPUs when one is given."""
+    from topologies.groups import parse_groups
+
     groups = parse_groups(spec, topology)
     groups.check_disjoint()
     if placement:
@@ -357,6 +382,9 @@ def generate(producer: Producer, collective: Collective, topology: Topology) -> 
     """``producer``'s program for ``collective``. Process groups: TACOS plans them together
     (unless told to plan each alone); any other producer makes each group's program alone and
     they are merged (`chakra_ir.grouping.merge_groups`)."""
+    from chakra_ir.grouping import merge_groups
+    from tacos import Tacos
+
     if not collective.groups or isinstance(producer, Tacos):
         return producer.generate(collective, topology)
     programs = [
@@ -425,6 +453,8 @@ def _finish(
     chunk_bytes = chunk_bytes_for(c, size_bytes)
     if tacos_chunks is None and program.num_ops:
         # TACOS gates its sends itself; any other program is gated from one simulation.
+        from backends.sim.gates import gate_ties
+
         t = time.perf_counter()
         program = gate_ties(program, topology, chunk_bytes, CostModel(completion=completion))
         seconds["gates"] = time.perf_counter() - t
@@ -453,6 +483,9 @@ def program_bounds(
 ) -> Bounds:
     """Lower bounds on ``program``'s collective at ``size_bytes``: for TACOS's chunking when
     ``tacos_chunks`` is given, else those that hold for any program. None for custom ones."""
+    from tacos.bounds import Bounds, lower_bounds
+    from tacos.group_bounds import group_bounds
+
     c = program.collective
     if c.kind is CollectiveKind.CUSTOM:
         return Bounds({})
@@ -651,6 +684,11 @@ def verify_foreign(folder: Path) -> ForeignReport | VerifyReport:
     connected network, every node finishes). Their semantics cannot be checked: they do not
     say which chunk is where. A deadlock raises VerifyError (the program is wrong).
     """
+    import numpy as np
+
+    from backends.sim import SimError, TaskKind, simulate_tasks, tasks_from_et
+    from chakra_ir.et import program_from_traces, read_et_folder
+
     traces = read_et_folder(folder)
     if traces and "collc_collective" in traces[0].metadata:
         return verify(program_from_traces(traces))
@@ -692,6 +730,10 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
     or ``--size`` is refused unless ``force``. Another tool's ET files need ``--topology`` and
     are timed without checking their semantics.
     """
+    from backends.sim import MODELS as SIM_MODELS
+    from backends.sim import simulate, simulate_et
+    from chakra_ir.et import read_et_folder
+
     if req.model not in SIM_MODELS:
         raise CollcError(f"unknown model {req.model!r} (expected one of {', '.join(SIM_MODELS)})")
     if req.packet_bytes is not None and req.packet_bytes <= 0:
@@ -775,6 +817,7 @@ def simulate_groups(
     (`backends.sim.concurrent`): the same time as the whole program, with each group's finish.
     """
     from backends.sim.concurrent import Instance, simulate_instances
+    from chakra_ir.grouping import split_groups
 
     c = program.collective
     parts = split_groups(program)

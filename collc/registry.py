@@ -4,8 +4,10 @@
 optuna or ray (issue 12: start-up time), so the choices and help texts of its options come
 from here, not from the packages that implement them; each command imports what it needs when
 it runs. ``tests/test_cli_startup.py`` holds that these copies equal the real registries
-(`collc.pipeline.ALGORITHMS`/`DESCRIPTIONS`, `backends.sim.MODELS`, `collc.exporters.EXPORTERS`):
-add a producer, model or target there and here.
+(`collc.pipeline.DESCRIPTIONS`, TACOS and `baselines.ALGORITHMS`, `backends.sim.MODELS`,
+`collc.exporters.EXPORTERS`): add a producer, model or target there and here.
+`collc.pipeline.ALGORITHMS` takes its names from `ALGORITHMS` below, so that a producer's
+package is imported only when it runs.
 """
 
 from __future__ import annotations

@@ -12,8 +12,28 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "networkx", "lark", "google.protobuf", "ortools", "matplotlib", "optuna", "ray")
 
 
-def _loaded_after(statement: str) -> list[str]:
-    probe = f"import sys\n{statement}\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+NOT_FOR_COMPILE = (
+    "ortools",
+    "matplotlib",
+    "optuna",
+    "ray",
+    "tacos.groups",
+    "baselines",
+    "backends.sim.models",
+    "backends.sim.analytical",
+    "backends.sim.astra_aware",
+    "backends.sim.et_tasks",
+    "backends.sim.native",
+    "backends.sim.plots",
+    "backends.sim.concurrent",
+)
+"""What `collc compile` of a small program has no use for: TACOS's process-group synthesis,
+the baselines and every simulation model (it needs only `backends.sim.gates`). It does load
+networkx: `tacos.bounds` takes the exact min-cut of small topologies with it."""
+
+
+def _loaded_after(statement: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = f"import sys\n{statement}\nprint(' '.join(m for m in {modules!r} if m in sys.modules))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
@@ -35,13 +55,32 @@ def test_help_and_version_load_no_heavy_library() -> None:
         assert _loaded_after(statement) == [], args
 
 
+def test_compile_loads_only_what_it_runs(tmp_path: Path) -> None:
+    program = ROOT / "examples" / "allreduce_ring.py"
+    args = ["compile", str(program), "-o", str(tmp_path / "out"), "--", "4", "1"]
+    statement = (
+        "from click.testing import CliRunner\nfrom collc.cli import cli\n"
+        f"r = CliRunner().invoke(cli, {args!r})\nassert r.exit_code == 0, r.output"
+    )
+    assert _loaded_after(statement, NOT_FOR_COMPILE) == []
+    assert (tmp_path / "out" / "manifest.json").exists()
+    # The probe sees them when they are loaded: synthesizing with a baseline loads baselines.
+    synth = ["synthesize", "--topology", "ring:4", "--collective", "allreduce"]
+    synth += ["--algorithm", "ring", "-o", str(tmp_path / "ring")]
+    statement = statement.replace(repr(args), repr(synth))
+    assert "baselines" in _loaded_after(statement, NOT_FOR_COMPILE)
+
+
 def test_static_registries_match_the_real_ones() -> None:
     from backends.sim import MODELS
+    from baselines import ALGORITHMS as BASELINES
     from chakra_ir.outdir import MANIFEST
     from collc import pipeline, registry
     from collc.exporters import EXPORTERS
 
     assert registry.ALGORITHMS == pipeline.DESCRIPTIONS
+    # pipeline.ALGORITHMS takes its names from the registry, so compare with the producers
+    assert list(registry.ALGORITHMS) == ["tacos", *BASELINES]
     assert list(registry.ALGORITHMS) == list(pipeline.ALGORITHMS)
     assert registry.DEFAULT_ALGORITHM == pipeline.DEFAULT_ALGORITHM
     assert registry.MAX_TRANSFERS == pipeline.MAX_TRANSFERS
