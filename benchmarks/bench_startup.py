@@ -1,15 +1,18 @@
 """Start-up time of the CLI: the median of several runs of ``collc --version``, ``collc
---help`` and a small ``collc compile`` (a 4-rank ring all-reduce), each a fresh process, and
-the heavy modules ``import collc.cli`` loads (there should be none)::
+--help`` and a small ``collc compile`` (a 4-rank ring all-reduce), each a fresh process, the
+heavy modules ``import collc.cli`` loads (there should be none) and those the compile loads::
 
     python -m benchmarks.bench_startup [--runs 5]
 
 Issue 12's targets: --version <= 0.3 s, --help <= 0.4 s, the small compile <= 0.8 s.
+With ``PYTHONDONTWRITEBYTECODE`` set (the benchmark says so) no bytecode is cached: every run
+compiles collc's own modules from source, which an installed collc does once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -46,9 +49,21 @@ def main() -> None:
     print(f"collc --version    {_median([*collc, '--version'], a.runs):.3f} s (median of {a.runs})")
     print(f"collc --help       {_median([*collc, '--help'], a.runs):.3f} s")
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [*collc, "compile", str(ROOT / "examples" / "allreduce_ring.py"), "-o"]
-        cmd += [str(Path(tmp) / "out"), "--", "4", "1"]
-        print(f"collc compile      {_median(cmd, a.runs):.3f} s (examples/allreduce_ring.py 4 1)")
+        args = ["compile", str(ROOT / "examples" / "allreduce_ring.py"), "-o"]
+        args += [str(Path(tmp) / "out"), "--", "4", "1"]
+        median = _median([*collc, *args], a.runs)
+        print(f"collc compile      {median:.3f} s (examples/allreduce_ring.py 4 1)")
+        probe = (
+            "import sys\nfrom click.testing import CliRunner\nfrom collc.cli import cli\n"
+            f"CliRunner().invoke(cli, {args!r})\n"
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules) or 'none')"
+        )
+        loaded = subprocess.run(
+            [sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
+        print(f"heavy modules loaded by that compile: {loaded}")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("PYTHONDONTWRITEBYTECODE is set: no bytecode cache, each run compiles the sources")
 
 
 if __name__ == "__main__":
