@@ -58,6 +58,13 @@ def read_workload(location: str | os.PathLike[str], comm_groups: str | None = No
     gpath = Path(comm_groups) if comm_groups else folder / GROUPS_FILE
     if comm_groups or gpath.is_file():
         groups = read_group_names(gpath)
+        for key, members in groups.items():
+            if members[-1] >= len(paths):
+                raise WorkloadError(
+                    f"group {key!r} names NPU {members[-1]}, but the workload has "
+                    f"{len(paths)} NPUs (0..{len(paths) - 1})",
+                    SourcePos(str(gpath)),
+                )
     meta: dict[str, object] = {}
     desc = folder / DESCRIPTION
     if desc.is_file():

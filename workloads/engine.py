@@ -238,8 +238,9 @@ def run_workload(
             if ct == CollKind.BROADCAST:
                 push(now + local_ns(w, npu, nd, roofline, remote_mem), _DONE, npu, i)
                 return
-            key = (nd.pg_name if nd.pg_name != "0" else "", coll_count[(nd.pg_name, npu)])
-            coll_count[(nd.pg_name, npu)] += 1
+            pg = nd.pg_name if nd.pg_name != "0" else ""
+            key = (pg, coll_count[(pg, npu)])
+            coll_count[(pg, npu)] += 1
             inst = instances.get(key)
             if inst is None:
                 call = CollCall(ct, nd.comm_size, w.members(nd.pg_name), key[0], nd.involved_dim)

@@ -239,7 +239,8 @@ def check_workload(w: Workload, *, roofline: bool = False) -> None:
                         n,
                         f"NPU {npu} issues a collective on group {n.pg_name!r}, which it is not in",
                     )
-                colls[n.pg_name].setdefault(npu, []).append((n.comm_type, n.comm_size, n))
+                pg = "" if n.pg_name == "0" else n.pg_name
+                colls[pg].setdefault(npu, []).append((n.comm_type, n.comm_size, n))
             elif n.kind == NodeKind.SEND:
                 assert n.comm_dst is not None and n.comm_tag is not None
                 key = (npu, n.comm_dst, n.comm_tag, n.comm_size or 0)

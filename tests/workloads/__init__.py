@@ -1,0 +1,1 @@
+"""Tests of the workloads package and ``collc workload``."""
