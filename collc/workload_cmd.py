@@ -215,6 +215,11 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
     default=None,
     help="LATENCY_NS,BYTES_PER_NS of per-NPU remote memory (MEM_LOAD/STORE nodes).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Analytical: run every NPU, not one per class of identical NPUs (same result).",
+)
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Perfetto trace.")
 @click.option("--json", "as_json", is_flag=True)
 def simulate_cmd(
@@ -235,6 +240,7 @@ def simulate_cmd(
     peak_perf: float | None,
     roofline: bool | None,
     remote_mem: str | None,
+    full: bool,
     timeline: Path | None,
     as_json: bool,
 ) -> None:
@@ -269,7 +275,7 @@ def simulate_cmd(
         raise CollcError(
             f"{location}: the workload has {w.num_npus} NPUs, {topo.spec} has {topo.num_npus}"
         )
-    check_workload(w, roofline=config.roofline)
+    classes = check_workload(w, roofline=config.roofline)
     roof = (
         Roofline(config.peak_perf_tflops * 1e12, config.local_mem_bw_gbps * 1e9)
         if config.roofline
@@ -280,8 +286,14 @@ def simulate_cmd(
     if model == "analytical":
         from workloads.analytical import native_timers
 
+        from workloads.symmetry import run_by_classes
+
         coll, p2p, _ = native_timers(topo, config)
-        run = run_workload(w, coll, p2p, roofline=roof, remote_mem=mem)
+        quick = None
+        if not full:
+            quick = run_by_classes(w, coll, p2p, roofline=roof, remote_mem=mem, classes=classes)
+        shortcut = f"{max(classes) + 1} classes of identical NPUs" if quick else "none"
+        run = quick or run_workload(w, coll, p2p, roofline=roof, remote_mem=mem)
     else:
         from workloads.expand import run_contended
 
@@ -297,6 +309,7 @@ def simulate_cmd(
         data["programs"] = programs
     else:
         data["system"] = _config_json(config)
+        data["symmetry_shortcut"] = shortcut
     if timeline is not None:
         write_timeline(timeline, w, run, sim)
         data["files"] = [str(timeline)]

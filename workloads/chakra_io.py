@@ -19,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et.errors import EtDecodeError
 from chakra_ir.et.framing import frame
@@ -95,60 +97,89 @@ def read_group_names(path: Path) -> dict[str, tuple[int, ...]]:
 
 def nodes_of(t: EtTrace) -> list[WNode]:
     """The nodes of one ET file as `WNode`s (file order). Raises WorkloadError for an
-    attribute of a type ASTRA-sim does not read (a float where it wants an integer,
-    ``involved_dim`` that is not a bool list, ``pg_name`` that is not a string)."""
-    out: list[WNode] = []
-    for i in range(len(t)):
-        n = t.node(i)
-        a = n.attrs
-        ints: dict[str, int | None] = {}
-        for name in (*_INT_ATTRS, "comm_tag", "comm_priority"):
-            v = a.get(name)
-            if v is not None and (isinstance(v, float | str | bytes | list)):
+    attribute of a type ASTRA-sim does not read (a float or string where it wants an
+    integer, ``involved_dim`` that is not a bool list, ``pg_name`` that is not a string)."""
+    n = len(t)
+    ints: dict[str, list[int | None]] = {}
+    for name in (*_INT_ATTRS, "comm_tag", "comm_priority", "is_cpu_op"):
+        col = t.attrs.get(name)
+        if col is None:
+            ints[name] = [None] * n
+            continue
+        values, present = col.int_values(n)
+        row: list[int | None] = [
+            v if p else None for v, p in zip(values.tolist(), present.tolist(), strict=True)
+        ]
+        ok = col.integer_mask()
+        for j in np.flatnonzero(~ok).tolist():
+            v = col.value(j)
+            node = int(col.nodes[j])
+            if isinstance(v, int) and not isinstance(v, bool):
+                row[node] = v  # a uint64 beyond int64
+            elif v is not None:
                 raise WorkloadError(
-                    f"node {n.id}: attribute {name} is {type(v).__name__}, ASTRA-sim reads an "
-                    "integer",
-                    SourcePos(t.file, offset=n.offset),
+                    f"node {int(t.ids[node])}: attribute {name} is {type(v).__name__}, "
+                    "ASTRA-sim reads an integer",
+                    SourcePos(t.file, offset=int(t.offsets[node])),
                 )
-            ints[name] = None if v is None else int(v)
-        pg = a.get("pg_name", "")
-        if not isinstance(pg, str):
-            raise WorkloadError(
-                f"node {n.id}: pg_name is {type(pg).__name__}, ASTRA-sim reads a string",
-                SourcePos(t.file, offset=n.offset),
-            )
-        dims = a.get("involved_dim")
-        involved: tuple[bool, ...] | None = None
-        if dims is not None:
-            if not isinstance(dims, list) or not all(isinstance(x, bool) for x in dims):
+        ints[name] = row
+    pg = [""] * n
+    col = t.attrs.get("pg_name")
+    if col is not None:
+        for j, node in enumerate(col.nodes.tolist()):
+            v = col.value(j)
+            if not isinstance(v, str):
                 raise WorkloadError(
-                    f"node {n.id}: involved_dim must be a bool_list (ASTRA-sim exits otherwise)",
-                    SourcePos(t.file, offset=n.offset),
+                    f"node {int(t.ids[node])}: pg_name is {type(v).__name__}, ASTRA-sim reads "
+                    "a string",
+                    SourcePos(t.file, offset=int(t.offsets[node])),
                 )
-            involved = tuple(dims)
-        cpu = a.get("is_cpu_op", False)
-        out.append(
-            WNode(
-                id=n.id,
-                name=n.name,
-                kind=n.type,
-                data_deps=n.data_deps,
-                ctrl_deps=n.ctrl_deps,
-                duration_micros=n.duration_micros,
-                is_cpu_op=bool(cpu),
-                num_ops=ints["num_ops"],
-                tensor_size=ints["tensor_size"],
-                comm_type=ints["comm_type"],
-                comm_size=ints["comm_size"],
-                pg_name=pg,
-                involved_dim=involved,
-                comm_src=ints["comm_src"],
-                comm_dst=ints["comm_dst"],
-                comm_tag=ints["comm_tag"],
-                comm_priority=ints["comm_priority"] or 0,
-            )
+            pg[node] = v
+    dims: list[tuple[bool, ...] | None] = [None] * n
+    col = t.attrs.get("involved_dim")
+    if col is not None:
+        for j, node in enumerate(col.nodes.tolist()):
+            v = col.value(j)
+            if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
+                raise WorkloadError(
+                    f"node {int(t.ids[node])}: involved_dim must be a bool_list (ASTRA-sim "
+                    "exits otherwise)",
+                    SourcePos(t.file, offset=int(t.offsets[node])),
+                )
+            dims[node] = tuple(v)
+    ids = t.ids.tolist()
+    data = _csr_rows(t.data_dep_offsets.tolist(), t.data_deps.tolist())
+    ctrl = _csr_rows(t.ctrl_dep_offsets.tolist(), t.ctrl_deps.tolist())
+    names = t.names()
+    cpu = ints["is_cpu_op"]
+    return [
+        WNode(
+            ids[i],
+            names[i],
+            kind,
+            data[i],
+            ctrl[i],
+            dur,
+            bool(cpu[i]),
+            ints["num_ops"][i],
+            ints["tensor_size"][i],
+            ints["comm_type"][i],
+            ints["comm_size"][i],
+            pg[i],
+            dims[i],
+            ints["comm_src"][i],
+            ints["comm_dst"][i],
+            ints["comm_tag"][i],
+            ints["comm_priority"][i] or 0,
         )
-    return out
+        for i, (kind, dur) in enumerate(zip(t.types.tolist(), t.durations.tolist(), strict=True))
+    ]
+
+
+def _csr_rows(offsets: list[int], values: list[int]) -> list[tuple[int, ...]]:
+    if not values:
+        return [()] * (len(offsets) - 1)
+    return [tuple(values[a:b]) for a, b in zip(offsets, offsets[1:], strict=False)]
 
 
 def encode_rank(nodes: list[WNode], metadata: dict[str, str] | None = None) -> bytes:

@@ -165,6 +165,9 @@ def issue_order(nodes: Sequence[WNode]) -> list[int]:
     """Positions of ``nodes`` in the order ASTRA-sim would issue them if every node took no
     time: ready nodes (all dependencies done) smallest id first. Raises ValueError naming a
     node id on a cycle (no node left without pending dependencies)."""
+    if all(d < n.id for n in nodes for d in n.deps):
+        # Every node waits only for smaller ids: ascending ids is that order.
+        return sorted(range(len(nodes)), key=lambda i: nodes[i].id)
     pos = {n.id: i for i, n in enumerate(nodes)}
     pending = [0] * len(nodes)
     succ: list[list[int]] = [[] for _ in nodes]
@@ -188,10 +191,11 @@ def issue_order(nodes: Sequence[WNode]) -> list[int]:
     return out
 
 
-def check_workload(w: Workload, *, roofline: bool = False) -> None:
+def check_workload(w: Workload, *, roofline: bool = False) -> list[int]:
     """Raise WorkloadError (file and node named) unless ASTRA-sim can run ``w`` to the end;
     see the module docstring. ``roofline``: COMP nodes on the GPU are timed from ``num_ops``
-    and ``tensor_size``, which must then be present."""
+    and ``tensor_size``, which must then be present. Returns the NPU classes it checked by
+    (`npu_classes`)."""
     n_npus = w.num_npus
     if n_npus == 0:
         raise WorkloadError("the workload has no NPUs (no ET files)")
@@ -209,44 +213,29 @@ def check_workload(w: Workload, *, roofline: bool = False) -> None:
     sends: Counter[tuple[int, int, int, int]] = Counter()
     recvs: Counter[tuple[int, int, int, int]] = Counter()
     first: dict[tuple[str, int, int, int, int], tuple[int, WNode]] = {}
+    # NPUs of one class have equal nodes but for groups and peers: the structure is checked
+    # once per class, groups and peers on every NPU.
+    classes = npu_classes(w)
+    comm_of_class: dict[int, list[int]] = {}
     for npu, nodes in enumerate(w.ranks):
-        if not nodes:
-            raise _fail(w, npu, None, "the file has no nodes (ASTRA-sim needs a root node)")
-        ids = [n.id for n in nodes]
-        if len(set(ids)) != len(ids):
-            dup = Counter(ids).most_common(1)[0][0]
-            raise _fail(w, npu, None, f"node id {dup} appears twice")
-        known = set(ids)
-        for n in nodes:
-            for d in n.deps:
-                if d not in known:
-                    raise _fail(w, npu, n, f"depends on node {d}, which is not in the file")
-        try:
-            order = issue_order(nodes)
-        except ValueError as e:
-            raise _fail(
-                w, npu, None, f"node {e} is on a dependency cycle (ASTRA-sim would deadlock)"
-            ) from None
-        for i in order:
+        comm = comm_of_class.get(classes[npu])
+        if comm is None:
+            order = _check_structure(w, npu, nodes, roofline)
+            comm = [i for i in order if nodes[i].kind in _COMM]
+            comm_of_class[classes[npu]] = comm
+        for i in comm:
             n = nodes[i]
-            _check_node(w, npu, n, roofline)
-            if n.kind == NodeKind.COLL and n.comm_type in SIMULATED_COLLECTIVES:
+            _check_where(w, npu, n)
+            if n.kind == _COLL_K and n.comm_type in SIMULATED_COLLECTIVES:
                 assert n.comm_size is not None and n.comm_type is not None
-                if n.pg_name not in ("", "0") and npu not in w.groups[n.pg_name]:
-                    raise _fail(
-                        w,
-                        npu,
-                        n,
-                        f"NPU {npu} issues a collective on group {n.pg_name!r}, which it is not in",
-                    )
                 pg = "" if n.pg_name == "0" else n.pg_name
                 colls[pg].setdefault(npu, []).append((n.comm_type, n.comm_size, n))
-            elif n.kind == NodeKind.SEND:
+            elif n.kind == _SEND_K:
                 assert n.comm_dst is not None and n.comm_tag is not None
                 key = (npu, n.comm_dst, n.comm_tag, n.comm_size or 0)
                 sends[key] += 1
                 first.setdefault(("send", *key), (npu, n))
-            elif n.kind == NodeKind.RECV:
+            elif n.kind == _RECV_K:
                 assert n.comm_src is not None and n.comm_tag is not None
                 key = (n.comm_src, npu, n.comm_tag, n.comm_size or 0)
                 recvs[key] += 1
@@ -282,6 +271,97 @@ def check_workload(w: Workload, *, roofline: bool = False) -> None:
                         f"collective {k} of {group} differs between NPU "
                         f"{lead} and NPU {npu} ({_coll(a)} vs {_coll(b)}): ASTRA-sim would hang",
                     )
+    return classes
+
+
+def npu_classes(w: Workload) -> list[int]:
+    """Per NPU, its class (0, 1, ... in order of first NPU): NPUs whose nodes are equal except
+    for group names and peers (the pipeline stages of a generated workload)."""
+    seen: dict[tuple[object, ...], int] = {}
+    out = []
+    for nodes in w.ranks:
+        sig = tuple(
+            (
+                n.id,
+                n.kind,
+                n.data_deps,
+                n.ctrl_deps,
+                n.duration_micros,
+                n.is_cpu_op,
+                n.num_ops,
+                n.tensor_size,
+                n.comm_type,
+                n.comm_size,
+                n.involved_dim,
+                n.comm_tag,
+                n.comm_priority,
+                n.comm_src is None,
+                n.comm_dst is None,
+            )
+            for n in nodes
+        )
+        out.append(seen.setdefault(sig, len(seen)))
+    return out
+
+
+def _check_structure(w: Workload, npu: int, nodes: list[WNode], roofline: bool) -> list[int]:
+    """Check one NPU's nodes by themselves; return their issue order (`issue_order`)."""
+    if not nodes:
+        raise _fail(w, npu, None, "the file has no nodes (ASTRA-sim needs a root node)")
+    ids = [n.id for n in nodes]
+    if len(set(ids)) != len(ids):
+        dup = Counter(ids).most_common(1)[0][0]
+        raise _fail(w, npu, None, f"node id {dup} appears twice")
+    known = set(ids)
+    for n in nodes:
+        for d in n.deps:
+            if d not in known:
+                raise _fail(w, npu, n, f"depends on node {d}, which is not in the file")
+    try:
+        order = issue_order(nodes)
+    except ValueError as e:
+        raise _fail(
+            w, npu, None, f"node {e} is on a dependency cycle (ASTRA-sim would deadlock)"
+        ) from None
+    for i in order:
+        _check_node(w, npu, nodes[i], roofline)
+    return order
+
+
+def _check_where(w: Workload, npu: int, n: WNode) -> None:
+    """The checks of a communication node that depend on its NPU: its group, its peer."""
+    if n.kind == _COLL_K:
+        if n.comm_type == CollKind.BROADCAST or n.pg_name in ("", "0"):
+            return
+        members = w.groups.get(n.pg_name)
+        if members is None:
+            known = ", ".join(sorted(w.groups, key=_natural)) or "none"
+            raise _fail(
+                w,
+                npu,
+                n,
+                f"pg_name {n.pg_name!r} is not a communicator group (groups: {known}; "
+                "give them with --comm-groups)",
+            )
+        if npu not in members:
+            raise _fail(
+                w,
+                npu,
+                n,
+                f"NPU {npu} issues a collective on group {n.pg_name!r}, which it is not in",
+            )
+        return
+    if n.kind == _SEND_K:
+        if n.comm_src is not None and n.comm_src != npu:
+            raise _fail(w, npu, n, f"comm_src {n.comm_src} is not this file's NPU {npu}")
+        peer = n.comm_dst
+    else:
+        if n.comm_dst is not None and n.comm_dst != npu:
+            raise _fail(w, npu, n, f"comm_dst {n.comm_dst} is not this file's NPU {npu}")
+        peer = n.comm_src
+    assert peer is not None
+    if not 0 <= peer < w.num_npus or peer == npu:
+        raise _fail(w, npu, n, f"peer NPU {peer} is not another NPU of the workload")
 
 
 def _coll(x: tuple[int, int, WNode] | None) -> str:
@@ -290,20 +370,27 @@ def _coll(x: tuple[int, int, WNode] | None) -> str:
     return f"{CollKind(x[0]).name} of {x[1]} B"
 
 
+_KINDS = frozenset(int(k) for k in NodeKind)
+_COLL_K, _SEND_K, _RECV_K = int(NodeKind.COLL), int(NodeKind.SEND), int(NodeKind.RECV)
+_COMM = frozenset((_COLL_K, _SEND_K, _RECV_K))
+_COMP, _MEM = int(NodeKind.COMP), frozenset((int(NodeKind.MEM_LOAD), int(NodeKind.MEM_STORE)))
+
+
 def _check_node(w: Workload, npu: int, n: WNode, roofline: bool) -> None:
+    k = n.kind
+    if k == _COMP:
+        if roofline and not n.is_cpu_op and (n.num_ops is None or n.tensor_size is None):
+            missing = "num_ops" if n.num_ops is None else "tensor_size"
+            raise _fail(w, npu, n, f"attribute {missing} is missing (the roofline needs it)")
+        return
+
     def need(value: object, attr: str) -> None:
         if value is None:
             raise _fail(w, npu, n, f"attribute {attr} is missing (ASTRA-sim requires it)")
 
-    k = n.kind
-    if k not in tuple(NodeKind):
+    if k not in _KINDS:
         raise _fail(w, npu, n, f"unknown node type {k} (ASTRA-sim exits: Unknown node type)")
-    if k == NodeKind.COMP:
-        if roofline and not n.is_cpu_op:
-            need(n.num_ops, "num_ops")
-            need(n.tensor_size, "tensor_size")
-        return
-    if k in (NodeKind.MEM_LOAD, NodeKind.MEM_STORE):
+    if k in _MEM:
         need(n.tensor_size, "tensor_size")
         return
     if k not in (NodeKind.COLL, NodeKind.SEND, NodeKind.RECV):
@@ -329,33 +416,15 @@ def _check_node(w: Workload, npu: int, n: WNode, roofline: bool) -> None:
                 f"{ct.name} is not simulated by ASTRA-sim (Unsupported collective "
                 "comm type); use all-reduce, all-gather, reduce-scatter or all-to-all",
             )
-        if n.pg_name not in ("", "0") and n.pg_name not in w.groups:
-            known = ", ".join(sorted(w.groups, key=_natural)) or "none"
-            raise _fail(
-                w,
-                npu,
-                n,
-                f"pg_name {n.pg_name!r} is not a communicator group (groups: {known}; "
-                "give them with --comm-groups)",
-            )
         return
     need(n.comm_tag, "comm_tag")
     assert n.comm_tag is not None
     if n.comm_tag < 0:
         raise _fail(w, npu, n, f"comm_tag {n.comm_tag} must not be negative")
-    if k == NodeKind.SEND:
-        need(n.comm_dst, "comm_dst")
-        if n.comm_src is not None and n.comm_src != npu:
-            raise _fail(w, npu, n, f"comm_src {n.comm_src} is not this file's NPU {npu}")
-        peer = n.comm_dst
-    else:
-        need(n.comm_src, "comm_src")
-        if n.comm_dst is not None and n.comm_dst != npu:
-            raise _fail(w, npu, n, f"comm_dst {n.comm_dst} is not this file's NPU {npu}")
-        peer = n.comm_src
-    assert peer is not None
-    if not 0 <= peer < w.num_npus or peer == npu:
-        raise _fail(w, npu, n, f"peer NPU {peer} is not another NPU of the workload")
+    need(
+        n.comm_dst if k == NodeKind.SEND else n.comm_src,
+        "comm_dst" if k == NodeKind.SEND else "comm_src",
+    )
 
 
 def _natural(s: str) -> tuple[int, str]:
