@@ -261,7 +261,9 @@ def _pairs_delay(
             else:
                 hops = np.full_like(delta, 2)
             h = int(hops.max())
-            worst = max(worst, astra_delay_ns(h, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes))
+            worst = max(
+                worst, astra_delay_ns(h, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes)
+            )
         undecided &= ~here
         stride *= p
     return worst
@@ -448,13 +450,9 @@ def astrasim_native_estimate(
             notes.append(f"{names[0]} runs over all {total} NPUs; the other entries are ignored")
     else:
         if involved_dim is not None and len(involved_dim) < len(ds):
-            raise SimError(
-                f"involved_dim has {len(involved_dim)} entries for {len(ds)} dimensions"
-            )
+            raise SimError(f"involved_dim has {len(involved_dim)} entries for {len(ds)} dimensions")
         active = [
-            i
-            for i, d in enumerate(ds)
-            if d.npus > 1 and (involved_dim is None or involved_dim[i])
+            i for i, d in enumerate(ds) if d.npus > 1 and (involved_dim is None or involved_dim[i])
         ]
         if k is CollectiveKind.ALLREDUCE and opt == "localbwaware" and active:
             plan += [(i, CollectiveKind.REDUCE_SCATTER, algos[i]) for i in active[:-1]]
