@@ -19,14 +19,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
+from google.protobuf.message import DecodeError
 
 from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et.errors import EtDecodeError
-from chakra_ir.et.framing import frame
-from chakra_ir.et.reader import et_rank_files, read_et_file
+from chakra_ir.et.framing import frame, load_et_bytes, split_frames
+from chakra_ir.et.reader import et_rank_files
 from chakra_ir.et.schema import VERSION
-from chakra_ir.et.trace import EtTrace
 from chakra_ir.outdir import remove_stale_temporaries, replace_dir, terminate_as_exit, umask_mode
 from topologies.errors import SourcePos
 from topologies.groups import GroupsError, read_astra_groups
@@ -36,7 +35,19 @@ PREFIX = "workload"
 GROUPS_FILE = "comm_groups.json"
 DESCRIPTION = "workload.json"
 
-_INT_ATTRS = ("num_ops", "tensor_size", "comm_type", "comm_size", "comm_src", "comm_dst")
+_INT_NAMES = frozenset(
+    {
+        "num_ops",
+        "tensor_size",
+        "comm_type",
+        "comm_size",
+        "comm_src",
+        "comm_dst",
+        "comm_tag",
+        "comm_priority",
+        "is_cpu_op",
+    }
+)
 
 
 def read_workload(location: str | os.PathLike[str], comm_groups: str | None = None) -> Workload:
@@ -48,13 +59,8 @@ def read_workload(location: str | os.PathLike[str], comm_groups: str | None = No
         paths = et_rank_files(location)
     except EtDecodeError as e:
         raise WorkloadError(e.message, e.pos) from None
-    ranks: list[list[WNode]] = []
-    for p in paths:
-        try:
-            trace = read_et_file(p)
-        except EtDecodeError as e:
-            raise WorkloadError(e.message, e.pos) from None
-        ranks.append(nodes_of(trace))
+    cache: dict[bytes, WNode] = {}
+    ranks = [read_rank(p, cache) for p in paths]
     folder = Path(location) if Path(location).is_dir() else Path(location).parent
     groups: dict[str, tuple[int, ...]] = {}
     gpath = Path(comm_groups) if comm_groups else folder / GROUPS_FILE
@@ -95,91 +101,104 @@ def read_group_names(path: Path) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def nodes_of(t: EtTrace) -> list[WNode]:
-    """The nodes of one ET file as `WNode`s (file order). Raises WorkloadError for an
-    attribute of a type ASTRA-sim does not read (a float or string where it wants an
-    integer, ``involved_dim`` that is not a bool list, ``pg_name`` that is not a string)."""
-    n = len(t)
-    ints: dict[str, list[int | None]] = {}
-    for name in (*_INT_ATTRS, "comm_tag", "comm_priority", "is_cpu_op"):
-        col = t.attrs.get(name)
-        if col is None:
-            ints[name] = [None] * n
-            continue
-        values, present = col.int_values(n)
-        row: list[int | None] = [
-            v if p else None for v, p in zip(values.tolist(), present.tolist(), strict=True)
-        ]
-        ok = col.integer_mask()
-        for j in np.flatnonzero(~ok).tolist():
-            v = col.value(j)
-            node = int(col.nodes[j])
-            if isinstance(v, int) and not isinstance(v, bool):
-                row[node] = v  # a uint64 beyond int64
-            elif v is not None:
-                raise WorkloadError(
-                    f"node {int(t.ids[node])}: attribute {name} is {type(v).__name__}, "
-                    "ASTRA-sim reads an integer",
-                    SourcePos(t.file, offset=int(t.offsets[node])),
-                )
-        ints[name] = row
-    pg = [""] * n
-    col = t.attrs.get("pg_name")
-    if col is not None:
-        for j, node in enumerate(col.nodes.tolist()):
-            v = col.value(j)
-            if not isinstance(v, str):
-                raise WorkloadError(
-                    f"node {int(t.ids[node])}: pg_name is {type(v).__name__}, ASTRA-sim reads "
-                    "a string",
-                    SourcePos(t.file, offset=int(t.offsets[node])),
-                )
-            pg[node] = v
-    dims: list[tuple[bool, ...] | None] = [None] * n
-    col = t.attrs.get("involved_dim")
-    if col is not None:
-        for j, node in enumerate(col.nodes.tolist()):
-            v = col.value(j)
-            if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
-                raise WorkloadError(
-                    f"node {int(t.ids[node])}: involved_dim must be a bool_list (ASTRA-sim "
-                    "exits otherwise)",
-                    SourcePos(t.file, offset=int(t.offsets[node])),
-                )
-            dims[node] = tuple(v)
-    ids = t.ids.tolist()
-    data = _csr_rows(t.data_dep_offsets.tolist(), t.data_deps.tolist())
-    ctrl = _csr_rows(t.ctrl_dep_offsets.tolist(), t.ctrl_deps.tolist())
-    names = t.names()
-    cpu = ints["is_cpu_op"]
-    return [
-        WNode(
-            ids[i],
-            names[i],
-            kind,
-            data[i],
-            ctrl[i],
-            dur,
-            bool(cpu[i]),
-            ints["num_ops"][i],
-            ints["tensor_size"][i],
-            ints["comm_type"][i],
-            ints["comm_size"][i],
-            pg[i],
-            dims[i],
-            ints["comm_src"][i],
-            ints["comm_dst"][i],
-            ints["comm_tag"][i],
-            ints["comm_priority"][i] or 0,
-        )
-        for i, (kind, dur) in enumerate(zip(t.types.tolist(), t.durations.tolist(), strict=True))
-    ]
+_INT_MEMBERS = frozenset(
+    {
+        "int32_val",
+        "int64_val",
+        "uint32_val",
+        "uint64_val",
+        "sint32_val",
+        "sint64_val",
+        "fixed32_val",
+        "fixed64_val",
+        "sfixed32_val",
+        "sfixed64_val",
+        "bool_val",
+    }
+)
 
 
-def _csr_rows(offsets: list[int], values: list[int]) -> list[tuple[int, ...]]:
-    if not values:
-        return [()] * (len(offsets) - 1)
-    return [tuple(values[a:b]) for a, b in zip(offsets, offsets[1:], strict=False)]
+def read_rank(path: str | os.PathLike[str], cache: dict[bytes, WNode] | None = None) -> list[WNode]:
+    """One NPU's ET file as `WNode`s (file order). ``cache`` maps a node's bytes to its node:
+    NPUs of a workload share most nodes byte for byte, so each is decoded once. Raises
+    WorkloadError (file and byte offset) for framing, a first message that is no
+    GlobalMetadata, an unreadable node, or an attribute of a type ASTRA-sim does not read (a
+    float or string where it wants an integer, ``involved_dim`` that is not a bool list,
+    ``pg_name`` that is not a string)."""
+    try:
+        data, name = load_et_bytes(path)
+        starts, ends = split_frames(data, name)
+    except EtDecodeError as e:
+        raise WorkloadError(e.message, e.pos) from None
+    cache = {} if cache is None else cache
+    try:
+        pb.GlobalMetadata.FromString(data[int(starts[0]) : int(ends[0])])
+    except DecodeError:
+        raise WorkloadError(
+            "the first message is not a GlobalMetadata", SourcePos(name, offset=0)
+        ) from None
+    out: list[WNode] = []
+    for a, b in zip(starts[1:].tolist(), ends[1:].tolist(), strict=True):
+        body = data[a:b]
+        n = cache.get(body)
+        if n is None:
+            n = cache[body] = _decode_node(body, name, a)
+        out.append(n)
+    return out
+
+
+def _decode_node(body: bytes, file: str, offset: int) -> WNode:
+    try:
+        m = pb.Node.FromString(body)
+    except DecodeError as e:
+        raise WorkloadError(f"a node cannot be read: {e}", SourcePos(file, offset=offset)) from None
+    ints: dict[str, int] = {}
+    pg = ""
+    dims: tuple[bool, ...] | None = None
+    for at in m.attr:
+        member = at.WhichOneof("value")
+        name = at.name
+        if name == "pg_name":
+            if member != "string_val":
+                raise WorkloadError(
+                    f"node {m.id}: pg_name is {member}, ASTRA-sim reads a string",
+                    SourcePos(file, offset=offset),
+                )
+            pg = at.string_val
+        elif name == "involved_dim":
+            if member != "bool_list":
+                raise WorkloadError(
+                    f"node {m.id}: involved_dim must be a bool_list (ASTRA-sim exits otherwise)",
+                    SourcePos(file, offset=offset),
+                )
+            dims = tuple(at.bool_list.values)
+        elif name in _INT_NAMES and member is not None:
+            if member not in _INT_MEMBERS:
+                raise WorkloadError(
+                    f"node {m.id}: attribute {name} is {member}, ASTRA-sim reads an integer",
+                    SourcePos(file, offset=offset),
+                )
+            ints[name] = int(getattr(at, member))
+    g = ints.get
+    return WNode(
+        m.id,
+        m.name,
+        m.type,
+        tuple(m.data_deps),
+        tuple(m.ctrl_deps),
+        m.duration_micros,
+        bool(g("is_cpu_op", 0)),
+        g("num_ops"),
+        g("tensor_size"),
+        g("comm_type"),
+        g("comm_size"),
+        pg,
+        dims,
+        g("comm_src"),
+        g("comm_dst"),
+        g("comm_tag"),
+        g("comm_priority", 0),
+    )
 
 
 def encode_rank(nodes: list[WNode], metadata: dict[str, str] | None = None) -> bytes:

@@ -258,10 +258,10 @@ def test_an_empty_file_names_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("attr", "member", "value", "what"),
     [
-        ("comm_size", "double_val", 1048576.0, "float"),
-        ("comm_type", "float_val", 0.0, "float"),
-        ("comm_size", "string_val", "1MB", "str"),
-        ("comm_size", "int64_list", [1, 2], "list"),
+        ("comm_size", "double_val", 1048576.0, "double_val"),
+        ("comm_type", "float_val", 0.0, "float_val"),
+        ("comm_size", "string_val", "1MB", "string_val"),
+        ("comm_size", "int64_list", [1, 2], "int64_list"),
     ],
 )
 def test_an_attribute_of_the_wrong_type_names_the_node(
