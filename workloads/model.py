@@ -208,34 +208,53 @@ def check_workload(w: Workload, *, roofline: bool = False) -> list[int]:
                 f"communicator group {name!r} names NPU {bad[0]}, but the workload has "
                 f"{n_npus} NPUs (0..{n_npus - 1})"
             )
-    # Collectives per (group, NPU) in issue order, and point-to-point messages.
-    colls: dict[str, dict[int, list[tuple[int, int, WNode]]]] = defaultdict(dict)
+    # Collectives per (group, NPU) in issue order (kind and size; the nodes for messages),
+    # and point-to-point messages.
+    colls: dict[str, dict[int, list[tuple[int, int]]]] = defaultdict(dict)
+    coll_nodes: dict[str, dict[int, list[WNode]]] = defaultdict(dict)
     sends: Counter[tuple[int, int, int, int]] = Counter()
     recvs: Counter[tuple[int, int, int, int]] = Counter()
     first: dict[tuple[str, int, int, int, int], tuple[int, WNode]] = {}
+    groups_of: list[set[str]] = [set() for _ in range(n_npus)]
+    for name, members in w.groups.items():
+        for x in members:
+            groups_of[x].add(name)
     # NPUs of one class have equal nodes but for groups and peers: the structure is checked
     # once per class, groups and peers on every NPU.
     classes = npu_classes(w)
     comm_of_class: dict[int, list[int]] = {}
+    simulated = frozenset(int(k) for k in SIMULATED_COLLECTIVES)
     for npu, nodes in enumerate(w.ranks):
         comm = comm_of_class.get(classes[npu])
         if comm is None:
             order = _check_structure(w, npu, nodes, roofline)
             comm = [i for i in order if nodes[i].kind in _COMM]
             comm_of_class[classes[npu]] = comm
+        mine = groups_of[npu]
         for i in comm:
             n = nodes[i]
+            if n.kind == _COLL_K:
+                pg = n.pg_name
+                if pg == "0":
+                    pg = ""
+                elif pg and pg not in mine:
+                    _check_where(w, npu, n)  # raises, naming what is wrong
+                if n.comm_type in simulated:
+                    assert n.comm_size is not None and n.comm_type is not None
+                    row = colls[pg].get(npu)
+                    if row is None:
+                        row = colls[pg][npu] = []
+                        coll_nodes[pg][npu] = []
+                    row.append((n.comm_type, n.comm_size))
+                    coll_nodes[pg][npu].append(n)
+                continue
             _check_where(w, npu, n)
-            if n.kind == _COLL_K and n.comm_type in SIMULATED_COLLECTIVES:
-                assert n.comm_size is not None and n.comm_type is not None
-                pg = "" if n.pg_name == "0" else n.pg_name
-                colls[pg].setdefault(npu, []).append((n.comm_type, n.comm_size, n))
-            elif n.kind == _SEND_K:
+            if n.kind == _SEND_K:
                 assert n.comm_dst is not None and n.comm_tag is not None
                 key = (npu, n.comm_dst, n.comm_tag, n.comm_size or 0)
                 sends[key] += 1
                 first.setdefault(("send", *key), (npu, n))
-            elif n.kind == _RECV_K:
+            else:
                 assert n.comm_src is not None and n.comm_tag is not None
                 key = (n.comm_src, npu, n.comm_tag, n.comm_size or 0)
                 recvs[key] += 1
@@ -258,49 +277,62 @@ def check_workload(w: Workload, *, roofline: bool = False) -> list[int]:
         want = per_npu.get(lead, [])
         for npu in members:
             have = per_npu.get(npu, [])
-            for k in range(max(len(want), len(have))):
-                a = want[k] if k < len(want) else None
-                b = have[k] if k < len(have) else None
-                if a is None or b is None or a[:2] != b[:2]:
-                    at_npu, node = (npu, b[2]) if b is not None else (lead, a[2])  # type: ignore[index]
-                    group = f"group {pg!r}" if pg not in ("", "0") else "the default group"
-                    raise _fail(
-                        w,
-                        at_npu,
-                        node,
-                        f"collective {k} of {group} differs between NPU "
-                        f"{lead} and NPU {npu} ({_coll(a)} vs {_coll(b)}): ASTRA-sim would hang",
-                    )
+            if have == want:
+                continue
+            k = next(
+                (j for j, (a, b) in enumerate(zip(want, have, strict=False)) if a != b),
+                min(len(want), len(have)),
+            )
+            if k < len(have):
+                at_npu, node = npu, coll_nodes[pg][npu][k]
+            else:
+                at_npu, node = lead, coll_nodes[pg][lead][k]
+            group = f"group {pg!r}" if pg else "the default group"
+            a = _coll(want[k]) if k < len(want) else "none"
+            b = _coll(have[k]) if k < len(have) else "none"
+            raise _fail(
+                w,
+                at_npu,
+                node,
+                f"collective {k} of {group} differs between NPU {lead} and NPU {npu} "
+                f"({a} vs {b}): ASTRA-sim would hang",
+            )
     return classes
 
 
 def npu_classes(w: Workload) -> list[int]:
     """Per NPU, its class (0, 1, ... in order of first NPU): NPUs whose nodes are equal except
     for group names and peers (the pipeline stages of a generated workload)."""
-    seen: dict[tuple[object, ...], int] = {}
+    seen: dict[tuple[int, ...], int] = {}
+    codes: dict[tuple[object, ...], int] = {}  # a node without group and peer -> a small int
+    by_object: dict[int, int] = {}  # id(node) -> its code (NPUs often share node objects)
     out = []
     for nodes in w.ranks:
-        sig = tuple(
-            (
-                n.id,
-                n.kind,
-                n.data_deps,
-                n.ctrl_deps,
-                n.duration_micros,
-                n.is_cpu_op,
-                n.num_ops,
-                n.tensor_size,
-                n.comm_type,
-                n.comm_size,
-                n.involved_dim,
-                n.comm_tag,
-                n.comm_priority,
-                n.comm_src is None,
-                n.comm_dst is None,
-            )
-            for n in nodes
-        )
-        out.append(seen.setdefault(sig, len(seen)))
+        sig = []
+        for n in nodes:
+            code = by_object.get(id(n))
+            if code is None:
+                key = (
+                    n.id,
+                    n.kind,
+                    n.data_deps,
+                    n.ctrl_deps,
+                    n.duration_micros,
+                    n.is_cpu_op,
+                    n.num_ops,
+                    n.tensor_size,
+                    n.comm_type,
+                    n.comm_size,
+                    n.involved_dim,
+                    n.comm_tag,
+                    n.comm_priority,
+                    n.comm_src is None,
+                    n.comm_dst is None,
+                )
+                code = codes.setdefault(key, len(codes))
+                by_object[id(n)] = code
+            sig.append(code)
+        out.append(seen.setdefault(tuple(sig), len(seen)))
     return out
 
 
@@ -364,9 +396,7 @@ def _check_where(w: Workload, npu: int, n: WNode) -> None:
         raise _fail(w, npu, n, f"peer NPU {peer} is not another NPU of the workload")
 
 
-def _coll(x: tuple[int, int, WNode] | None) -> str:
-    if x is None:
-        return "none"
+def _coll(x: tuple[int, int]) -> str:
     return f"{CollKind(x[0]).name} of {x[1]} B"
 
 
