@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -42,13 +42,10 @@ def summary(
         dur = c.end_ns - c.start_ns
         by_kind[(c.call.pg_name or "all", c.call.kind.name, c.call.comm_size)].append(dur)
         by_group[c.call.pg_name or "all"].append(dur)
-    nodes = {k.name: 0 for k in NodeKind}
+    counts: Counter[int] = Counter()
     for r in w.ranks:
-        for n in r:
-            try:
-                nodes[NodeKind(n.kind).name] += 1
-            except ValueError:
-                nodes[f"type {n.kind}"] = nodes.get(f"type {n.kind}", 0) + 1
+        counts.update(n.kind for n in r)
+    nodes = {_kind_name(k): v for k, v in sorted(counts.items())}
     out: dict[str, Any] = {
         "npus": w.num_npus,
         "nodes": w.num_nodes,
@@ -98,6 +95,13 @@ def summary(
                 ],
             }
     return out
+
+
+def _kind_name(k: int) -> str:
+    try:
+        return NodeKind(k).name
+    except ValueError:
+        return f"type {k}"
 
 
 def _group_size(w: Workload, g: str) -> int:

@@ -75,13 +75,18 @@ def run_by_classes(
     p2p_time_q: dict[tuple[int, int, int], float] = {}  # (class, peer class, size)
     peer_class: dict[tuple[int, int], int] = {}
     msg_time: dict[tuple[int, int], float] = {}
+    comm_at = [
+        [i for i, n in enumerate(w.ranks[r]) if n.kind in (_COLL, _SEND, _RECV)] for r in reps
+    ]
+    broadcast = int(CollKind.BROADCAST)
     for npu, nodes in enumerate(w.ranks):
         c = cls[npu]
         rep = w.ranks[reps[c]]
-        for i, n in enumerate(nodes):
+        for i in comm_at[c]:
+            n = nodes[i]
             kind = n.kind
             if kind == _COLL:
-                if n.comm_type == CollKind.BROADCAST:
+                if n.comm_type == broadcast:
                     continue
                 pg = n.pg_name if n.pg_name != "0" else ""
                 gc = group_class.get(pg)
@@ -93,7 +98,9 @@ def run_by_classes(
                     group_class[pg] = gc
                 if gc != c:
                     return None
-                rpg = rep[i].pg_name if rep[i].pg_name != "0" else ""
+                rpg = rep[i].pg_name
+                if rpg == "0":
+                    rpg = ""
                 if pg_map.setdefault(pg, rpg) != rpg:
                     return None
                 key = (pg, n.comm_type, n.comm_size, n.involved_dim)

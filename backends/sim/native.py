@@ -270,10 +270,18 @@ def _pairs_delay(
 
 
 def astrasim_p2p_ns(dims: Sequence[DimLike], src: int, dst: int, nbytes: int) -> int:
-    """ASTRA-sim's congestion-unaware delay of one message from NPU ``src`` to ``dst``."""
-    a = np.array([src], dtype=np.int64)
-    b = np.array([dst], dtype=np.int64)
-    return _pairs_delay(_dims(dims), a, b, nbytes)
+    """ASTRA-sim's congestion-unaware delay of one message from NPU ``src`` to ``dst``: charged
+    in the lowest dimension where they differ (0 for ``src == dst``)."""
+    stride = 1
+    for dim in _dims(dims):
+        p = dim.npus
+        ca, cb = (src // stride) % p, (dst // stride) % p
+        if ca != cb:
+            delta = abs(cb - ca)
+            hops = min(delta, p - delta) if dim.kind == "ring" else 1 if dim.kind == "fc" else 2
+            return astra_delay_ns(hops, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes)
+        stride *= p
+    return 0
 
 
 def _reduce_ns(nbytes: int, local_mem_bw: float) -> float:
