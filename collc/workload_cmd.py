@@ -248,12 +248,14 @@ def simulate_cmd(
     import time
 
     from collc import pipeline
+    from collc.cli import _phases
     from topologies import parse_topology
     from workloads.chakra_io import read_workload
     from workloads.engine import Roofline, run_workload
     from workloads.model import check_workload
     from workloads.report import summary, write_timeline
 
+    phase = _phases(as_json)
     t0 = time.perf_counter()
     topo = parse_topology(topology)
     config = native_config(
@@ -270,11 +272,13 @@ def simulate_cmd(
     )
     mem = _remote_mem(remote_mem)
     algos = parse_algorithms(algorithm)
+    phase(f"reading {location}")
     w = read_workload(location, str(comm_groups) if comm_groups else None)
     if w.num_npus != topo.num_npus:
         raise CollcError(
             f"{location}: the workload has {w.num_npus} NPUs, {topo.spec} has {topo.num_npus}"
         )
+    phase(f"checking {w.num_nodes:,} nodes")
     classes = check_workload(w, roofline=config.roofline)
     roof = (
         Roofline(config.peak_perf_tflops * 1e12, config.local_mem_bw_gbps * 1e9)
@@ -285,9 +289,9 @@ def simulate_cmd(
     programs = 0
     if model == "analytical":
         from workloads.analytical import native_timers
-
         from workloads.symmetry import run_by_classes
 
+        phase("running by ASTRA-sim's workload rules")
         coll, p2p, _ = native_timers(topo, config)
         quick = None
         if not full:
@@ -299,8 +303,11 @@ def simulate_cmd(
 
         cost = pipeline.cost_model_for(completion)
         make = program_for(topo, algos, cost=cost, chunks_per_npu=chunks_per_npu, seed=seed)
-        done = run_contended(w, topo, make, model=model, cost=cost, roofline=roof, remote_mem=mem)
+        done = run_contended(
+            w, topo, make, model=model, cost=cost, roofline=roof, remote_mem=mem, phase=phase
+        )
         run, sim, programs = done.run, done.sim, done.programs
+    phase(None)
     data = summary(w, run, sim=sim)
     data["model"] = model
     data["topology"] = topo.spec

@@ -81,10 +81,12 @@ def run_contended(
     cost: CostModel,
     roofline: Roofline | None = None,
     remote_mem: tuple[float, float] | None = None,
-    keep_links: bool = True,
+    phase: Callable[[str], None] | None = None,
 ) -> ContendedRun:
     """Run ``w`` on ``topology`` with every collective expanded by ``program_for``; see the
-    module docstring. ``w`` must have passed `workloads.model.check_workload`."""
+    module docstring. ``w`` must have passed `workloads.model.check_workload`. ``phase`` is
+    told what is being done (for a progress line)."""
+    say = phase or (lambda _msg: None)
     m = get_model(model)
     expansions: dict[CollCall, Expansion] = {}
     graphs: dict[CollCall, TaskGraph] = {}
@@ -116,7 +118,9 @@ def run_contended(
             p2p_cache[key] = t
         return t
 
+    say("pass 1: each collective expanded and timed alone")
     first = run_workload(w, coll_time, p2p_time, roofline=roofline, remote_mem=remote_mem)
+    say(f"pass 2: merging {len(first.collectives):,} collectives into one task graph")
 
     def graph_of(call: CollCall) -> TaskGraph:
         g = graphs.get(call)
@@ -129,6 +133,7 @@ def run_contended(
         return g
 
     merged, layout = _merge(w, first, graph_of, roofline, remote_mem)
+    say(f"pass 2: simulating {merged.num_tasks:,} tasks with contention")
     sim = simulate_tasks(merged, topology, model=model, cost=cost, keep_timeline=True)
     run = _times(w, first, sim, layout)
     return ContendedRun(run, first, sim, len(expansions))
