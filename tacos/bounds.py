@@ -12,7 +12,8 @@ For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` by
   must leave it: ``T >= a_min + |S ∩ R| m / B+(S)`` (and the mirror: data entering ``S``). Exact
   over all cuts by parametric min-cut when the topology has at most `EXACT_CUT_NODES` nodes;
   otherwise over a stated family: every slab of every grid dimension, every single node and its
-  complement, every switch with the NPUs hanging off it.
+  complement, every switch with the NPUs hanging off it (on large topologies, evenly spaced
+  slabs and switches, as many as `CUT_WORK` allows, see `_family_cut`).
 - ``latency``: some chunk must travel from its rank to the farthest other rank, store and
   forward: the largest shortest-path time with hop cost ``a_e + s/B_e`` (over all pairs of
   ranks, or, on large topologies, from a sample of sources: a double sweep and random ranks,
@@ -61,6 +62,10 @@ LATENCY_SAMPLE = 48
 LATENCY_MIN_SAMPLE = 2
 LATENCY_WORK = 1_000_000
 """Searches of `_latency` cover every source while sources x links stays under this."""
+CUT_WORK = 20_000_000
+"""`_family_cut` evaluates every slab and every switch while their number x links stays under
+this (a few tenths of a second); beyond it, an evenly spaced sample of them."""
+CUT_MIN_SAMPLE = 8
 
 DESCRIPTIONS = {
     "ingress": "every rank receives all it lacks through its in-links",
@@ -431,7 +436,11 @@ def _family_cut(
     ``value(k_out, k_in, ...)``. A direction without links gives infinity when
     ``empty_is_infinite`` (the data must cross it), else nothing. Equal to evaluating the sets
     of `_cut_family` one by one; single nodes are done for all nodes at once from per-node
-    sums, so the cost is O(links x (slabs + switches)) instead of O(links x nodes).
+    sums, so the cost is O(links x (slabs + switches)) instead of O(links x nodes). When
+    (slabs + switches) x links exceeds `CUT_WORK` (a failed link on ``ring:100000``), only
+    ``CUT_WORK // links`` of them (at least `CUT_MIN_SAMPLE`) are evaluated, evenly spaced in
+    each dimension and among the switches with the first, middle and last of each: a smaller
+    family, so still a lower bound.
     """
     arr = _LinkArrays.of(net)
     nn, n_npu = net.num_nodes, net.num_npus
@@ -466,17 +475,21 @@ def _family_cut(
         enter = mask[arr.dst] & ~mask[arr.src]
         return max(side(k_in, k_out, leave), side(k_out, k_in, enter))
 
+    slabbed = bool(shape) and math.prod(shape) == n_npu
+    candidates = (sum(size - 1 for size in shape) if slabbed else 0) + (nn - n_npu)
+    allowed = max(CUT_MIN_SAMPLE, CUT_WORK // max(1, len(arr.src)))
+    share = 1.0 if candidates <= allowed else allowed / candidates
     # Slabs of every grid dimension.
-    if shape and math.prod(shape) == n_npu:
+    if slabbed:
         ids = np.arange(nn)
         stride = 1
         for size in shape:
             coord = (ids // stride) % size
-            for k in range(1, size):
+            for k in _spaced(range(1, size), share):
                 best = max(best, evaluate((coord < k) & (ids < n_npu)))
             stride *= size
     # Each switch with the NPUs hanging off it.
-    for x in range(n_npu, nn):
+    for x in _spaced(range(n_npu, nn), share):
         mask = np.zeros(nn, dtype=bool)
         mask[x] = True
         mask[arr.dst[(arr.src == x) & (arr.dst < n_npu)]] = True
@@ -509,6 +522,17 @@ def _family_cut(
             mask[v] = True
             best = max(best, evaluate(mask))
     return best
+
+
+def _spaced(items: range, share: float) -> list[int]:
+    """All of ``items`` when ``share`` is 1, else about ``share`` of them, evenly spaced, with
+    the first, the middle and the last."""
+    if share >= 1.0 or len(items) <= 3:
+        return list(items)
+    count = max(3, int(len(items) * share))
+    picks = {round(i * (len(items) - 1) / (count - 1)) for i in range(count)}
+    picks.add(len(items) // 2)
+    return [items[i] for i in sorted(picks)]
 
 
 def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> float:
