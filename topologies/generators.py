@@ -37,9 +37,11 @@ FRED_NPUS_PER_L1 = 4
 
 #: Limits that keep a typo from exhausting memory.
 MAX_NPUS = 1 << 20
-MAX_LINKS = 1 << 21
-"""Default most links a built topology may have (about 1.8 GB of memory at ~860 B a link);
-the environment variable ``COLLC_MAX_LINKS`` raises or lowers it (`max_links`)."""
+MAX_LINKS = 1 << 17
+"""Default most links a built topology may have: about 110 MB of memory at ~860 B a link, and
+a few seconds to build and to search for bounds (tens of microseconds a link, so the 2M links
+of ``ring:1000000`` would take a minute); the environment variable ``COLLC_MAX_LINKS`` raises
+or lowers it (`max_links`)."""
 
 
 def max_links() -> int:
@@ -102,7 +104,7 @@ def check_size(num_npus: int, num_links: int, pos: SourcePos | None) -> None:
     if num_links > limit:
         raise SpecError(
             f"too many links: {num_links:,} (at most {limit:,}, about {limit * 860 / 1e9:.1f} GB "
-            "to build; set COLLC_MAX_LINKS to raise the limit)",
+            "and seconds to build; set COLLC_MAX_LINKS to raise the limit)",
             pos,
         )
 
