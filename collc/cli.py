@@ -325,6 +325,13 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
     show_default=True,
     help="Refuse programs of more chunk transfers (ranks x chunks) than this.",
 )
+@click.option(
+    "--max-work",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Refuse a synthesis whose estimated work (chunk transfers weighted by what each "
+    "costs, a unit one to three microseconds) is more than this.  [default: 4,000,000]",
+)
 def synthesize(
     topology: str,
     collective: CollectiveKind,
@@ -343,6 +350,7 @@ def synthesize(
     as_json: bool,
     quiet: bool,
     max_transfers: int,
+    max_work: int | None,
 ) -> None:
     """Produce a verified program for a collective on a topology and write its ET files."""
     _check_groups_flags(groups, groups_independent)
@@ -361,6 +369,7 @@ def synthesize(
         groups,
         groups_independent,
         max_transfers=max_transfers,
+        max_work=max_work or 0,
     )
     phase = _phases(quiet or as_json)
     phase("reading the topology")

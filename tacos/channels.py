@@ -281,3 +281,74 @@ def _check_connected(n: int, channels: list[Channel], npus: Sequence[int], net: 
             f"NPU {npus[a]} (rank {a}) cannot reach NPU {npus[b]} (rank {b}): the "
             "topology is disconnected"
         )
+
+
+def channel_hops(topology: Topology, npus: Sequence[int]) -> float:
+    """About how many hops the channels of one rank hold together, the mean over the ranks on
+    ``npus``, from the topology alone in O(links): a channel to every rank linked directly (one
+    hop each), and through every group of switches joined by switch links, a channel to every
+    other rank hanging off the group (two hops through one switch, four through several; at
+    most one channel per other rank). Synthesis looks over a rank's channels at every step, so
+    this weighs each chunk transfer in the work estimate (`collc.pipeline.check_work`)."""
+    n = topology.num_npus
+    if len(npus) < 2:
+        return 0.0
+    is_rank = [False] * n
+    for x in npus:
+        is_rank[x] = True
+    parent = list(range(topology.num_nodes))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    direct: dict[int, set[int]] = {}
+    attached: dict[int, set[int]] = {}  # rank -> switches it links to
+    for lk in topology.links:
+        s, d = lk.src, lk.dst
+        if s >= n and d >= n:
+            parent[find(s)] = find(d)
+        elif s < n and is_rank[s]:
+            if d >= n:
+                attached.setdefault(s, set()).add(d)
+            elif is_rank[d]:
+                direct.setdefault(s, set()).add(d)
+    members: dict[int, set[int]] = {}
+    switches: dict[int, int] = {}
+    for sw in range(n, topology.num_nodes):
+        root = find(sw)
+        switches[root] = switches.get(root, 0) + 1
+    groups_of = {r: {find(sw) for sw in sws} for r, sws in attached.items()}
+    for r, roots in groups_of.items():
+        for root in roots:
+            members.setdefault(root, set()).add(r)
+    others = len(npus) - 1
+    total = 0
+    for r in npus:
+        hops = len(direct.get(r, ()))
+        for root in groups_of.get(r, ()):
+            per = 2 if switches[root] == 1 else 4
+            hops += per * min(others, len(members[root]) - 1)
+        total += hops
+    return total / len(npus)
+
+
+def mean_route_hops(topology: Topology, npus: Sequence[int]) -> float:
+    """The mean number of links on a shortest path from the first of ``npus`` to the others
+    (switch hops included; one breadth-first search, O(links)): about how many hops an
+    all-to-all block travels (`collc.pipeline.check_work`). 1.0 for fewer than two NPUs."""
+    if len(npus) < 2:
+        return 1.0
+    depth = [-1] * topology.num_nodes
+    depth[npus[0]] = 0
+    queue = deque([npus[0]])
+    while queue:
+        u = queue.popleft()
+        for v in topology.successors(u):
+            if depth[v] < 0:
+                depth[v] = depth[u] + 1
+                queue.append(v)
+    reached = [depth[x] for x in npus[1:] if depth[x] > 0]
+    return max(1.0, sum(reached) / len(reached)) if reached else 1.0
