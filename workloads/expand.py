@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -259,8 +260,17 @@ def _merge(
         issue_task.append(issues)
         npus.append(npu)
         rank_offsets.append(len(cols.kind))
-    # The collectives' ranks.
-    routes: list[tuple[int, list[int]]] = []
+    # The collectives' ranks, one block of a program's task graph per instance.
+    n_work = len(cols.kind)
+    own: list[I64] = []  # dependency pairs (task, on), in order per task
+    on: list[I64] = []
+    pairs = [(t, d) for t, ds in enumerate(deps) for d in ds]
+    own.append(np.fromiter((t for t, _ in pairs), dtype=np.int64, count=len(pairs)))
+    on.append(np.fromiter((d for _, d in pairs), dtype=np.int64, count=len(pairs)))
+    del pairs
+    blocks: list[TaskGraph] = []
+    block_offsets: list[int] = []
+    block_ranks: list[int] = []
     coll_ranks: list[list[int]] = []
     members_issue: list[dict[int, int]] = [dict() for _ in first.collectives]
     members_end: list[dict[int, int]] = [dict() for _ in first.collectives]
@@ -268,69 +278,77 @@ def _merge(
         for i, c in coll_of[npu].items():
             members_issue[c][npu] = issue_task[npu][i]
             members_end[c][npu] = node_task[npu][i]
+    shape: dict[int, tuple[I64, I64, I64, I64]] = {}  # id(graph) -> roots, their ranks, sinks, ...
+    offset = n_work
     for c, inst in enumerate(first.collectives):
         g = graph_of(inst.call)
+        info = shape.get(id(g))
+        if info is None:
+            counts = np.diff(g.dep_offsets)
+            roots = np.flatnonzero(counts == 0)
+            has_succ = np.zeros(g.num_tasks, dtype=bool)
+            has_succ[g.deps] = True
+            sinks = np.flatnonzero(~has_succ)
+            owner = np.repeat(np.arange(g.num_tasks, dtype=np.int64), counts)
+            info = (roots, sinks, owner, g.task_rank())
+            shape[id(g)] = info
+        roots, sinks, owner, task_rank = info
         base_rank = len(npus)
-        mine_ranks = []
-        g_deps_off = g.dep_offsets
-        has_succ = np.zeros(g.num_tasks, dtype=bool)
-        has_succ[g.deps] = True
-        for r in range(g.num_ranks):
-            npu = g.npus[r]
-            lo, hi = int(g.rank_offsets[r]), int(g.rank_offsets[r + 1])
-            offset = len(cols.kind) - lo
-            for t in range(lo, hi):
-                peer = int(g.peer[t])
-                cols.add(
-                    int(g.kind[t]),
-                    int(g.detail[t]),
-                    base_rank + peer if peer >= 0 else -1,
-                    int(g.nbytes[t]),
-                    int(g.tag[t]),
-                    float(g.duration_ns[t]),
-                    int(g.origin[t]),
-                )
-                own = [int(x) + offset for x in g.deps[g_deps_off[t] : g_deps_off[t + 1]]]
-                if not own:
-                    own.append(members_issue[c][npu])
-                deps.append(own)
-                if not has_succ[t]:
-                    deps[members_end[c][npu]].append(t + offset)
-                r0, r1 = int(g.route_offsets[t]), int(g.route_offsets[t + 1])
-                if r1 > r0:
-                    routes.append((t + offset, [int(x) for x in g.route_nodes[r0:r1]]))
-            npus.append(npu)
-            rank_offsets.append(len(cols.kind))
-            mine_ranks.append(base_rank + r)
-        coll_ranks.append(mine_ranks)
-    total = len(cols.kind)
+        issue_of_rank = np.array([members_issue[c][x] for x in g.npus], dtype=np.int64)
+        end_of_rank = np.array([members_end[c][x] for x in g.npus], dtype=np.int64)
+        own.append(owner + offset)
+        on.append(g.deps + offset)
+        own.append(roots + offset)
+        on.append(issue_of_rank[task_rank[roots]])
+        own.append(end_of_rank[task_rank[sinks]])
+        on.append(sinks + offset)
+        blocks.append(g)
+        block_offsets.append(offset)
+        block_ranks.append(base_rank)
+        coll_ranks.append(list(range(base_rank, base_rank + g.num_ranks)))
+        npus.extend(g.npus)
+        rank_offsets.extend((g.rank_offsets[1:] + offset).tolist())
+        offset += g.num_tasks
+    total = offset
+
+    def column(name: str, work: list[int] | list[float], dtype: type) -> npt.NDArray[Any]:
+        parts: list[npt.NDArray[Any]] = [np.asarray(work, dtype=dtype)]
+        for g, base in zip(blocks, block_ranks, strict=True):
+            col = getattr(g, name)
+            if name == "peer":
+                col = np.where(col >= 0, col + base, -1)
+            parts.append(col.astype(dtype, copy=False))
+        return np.concatenate(parts)
+
+    own_a = np.concatenate(own)
+    on_a = np.concatenate(on)
+    order = np.argsort(own_a, kind="stable")
     dep_offsets = np.zeros(total + 1, dtype=np.int64)
-    np.cumsum([len(d) for d in deps], out=dep_offsets[1:])
-    flat = np.fromiter((x for d in deps for x in d), dtype=np.int64, count=int(dep_offsets[-1]))
-    route_len = np.zeros(total, dtype=np.int64)
-    for t, nodes_ in routes:
-        route_len[t] = len(nodes_)
+    np.cumsum(np.bincount(own_a, minlength=total), out=dep_offsets[1:])
+    route_len = np.concatenate(
+        [np.zeros(n_work, dtype=np.int64), *[np.diff(g.route_offsets) for g in blocks]]
+    )
     route_offsets = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(route_len, out=route_offsets[1:])
-    route_nodes = np.fromiter(
-        (x for _, r in sorted(routes) for x in r), dtype=np.int64, count=int(route_offsets[-1])
+    route_nodes = np.concatenate(
+        [np.zeros(0, dtype=np.int64), *[g.route_nodes.astype(np.int64) for g in blocks]]
     )
-    dur = np.asarray(cols.dur, dtype=np.float64)
+    dur = column("duration_ns", cols.dur, np.float64)
     graph = TaskGraph(
         npus=tuple(npus),
         rank_offsets=np.asarray(rank_offsets, dtype=np.int64),
-        kind=np.asarray(cols.kind, dtype=np.int8),
-        detail=np.asarray(cols.detail, dtype=np.int8),
-        peer=np.asarray(cols.peer, dtype=np.int64),
-        nbytes=np.asarray(cols.nbytes, dtype=np.int64),
-        tag=np.asarray(cols.tag, dtype=np.int64),
+        kind=column("kind", cols.kind, np.int8),
+        detail=column("detail", cols.detail, np.int8),
+        peer=column("peer", cols.peer, np.int64),
+        nbytes=column("nbytes", cols.nbytes, np.int64),
+        tag=column("tag", cols.tag, np.int64),
         duration_ns=dur,
-        duration_us=(dur // 1000).astype(np.int64),
+        duration_us=column("duration_us", [int(x // 1000) for x in cols.dur], np.int64),
         dep_offsets=dep_offsets,
-        deps=flat,
+        deps=on_a[order],
         route_offsets=route_offsets,
         route_nodes=route_nodes,
-        origin=np.asarray(cols.origin, dtype=np.int64),
+        origin=column("origin", cols.origin, np.int64),
         source="workload",
         semantics_checked=False,
         merged=True,
