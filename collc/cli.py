@@ -882,7 +882,12 @@ def import_cmd(
 @click.option("--target", required=True, type=click.Choice(list(registry.EXPORT_TARGETS)))
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--topology", "-t", default=None, help="Override (must match the folder's).")
-@click.option("--force", is_flag=True, help="Accept a topology that differs from the folder's.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Accept a topology that differs from the folder's; mesh/torus: write a program whose "
+    "channel-dependency graph has a cycle.",
+)
 @click.option(
     "--fusion/--no-fusion", default=None, help="MSCCL instruction fusion (rcs, rrs, rrcs)."
 )
@@ -891,6 +896,20 @@ def import_cmd(
 @click.option("--min-bytes", default=None, callback=_size, help="MSCCL algo minBytes (default 0).")
 @click.option(
     "--max-bytes", default=None, callback=_size, help="MSCCL algo maxBytes (0: no limit)."
+)
+@click.option(
+    "--vcs", type=int, default=None, help="mesh/torus: virtual channels (default: fewest needed)."
+)
+@click.option("--packet-size", default=None, callback=_size, help="mesh/torus: packet size (4KiB).")
+@click.option(
+    "--buffer-depth", type=int, default=None, help="mesh/torus: packets per VC buffer (4)."
+)
+@click.option(
+    "--link-width", type=float, default=None, help="mesh/torus: bytes/cycle (bandwidth/clock)."
+)
+@click.option("--clock", type=float, default=None, help="mesh/torus: clock in GHz (1).")
+@click.option(
+    "--router-cycles", type=int, default=None, help="mesh/torus: router pipeline cycles (1)."
 )
 @click.option("--json", "as_json", is_flag=True)
 def export(
@@ -904,14 +923,36 @@ def export(
     coll: str,
     min_bytes: int | None,
     max_bytes: int | None,
+    vcs: int | None,
+    packet_size: int | None,
+    buffer_depth: int | None,
+    link_width: float | None,
+    clock: float | None,
+    router_cycles: int | None,
     as_json: bool,
 ) -> None:
-    """Write an output folder's program for another tool (never changes the program)."""
+    """Write an output folder's program for another tool (never changes the program).
+
+    mesh and torus write a hardware program (docs/hardware.md): mesh accepts meshes, torus
+    accepts tori, rings and stacks of rings."""
     from collc.exporters import EXPORTERS, ExportOptions
 
     manifest, program, _ = pipeline.load(folder)
     topo = pipeline.topology_of(manifest, topology, force=force)
-    options = ExportOptions(fusion, protocol, coll, min_bytes or 0, max_bytes or 0)
+    options = ExportOptions(
+        fusion,
+        protocol,
+        coll,
+        min_bytes or 0,
+        max_bytes or 0,
+        vcs=vcs,
+        packet_bytes=packet_size,
+        buffer_depth=buffer_depth,
+        link_width=link_width,
+        clock_ghz=clock,
+        router_cycles=router_cycles,
+        force=force,
+    )
     files = EXPORTERS[target](program, topo, manifest, out, options)
     data = {"target": target, "folder": str(folder), "files": [str(f) for f in files]}
 

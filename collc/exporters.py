@@ -31,6 +31,14 @@ class ExportOptions:
     coll: str = ""
     min_bytes: int = 0
     max_bytes: int = 0
+    # mesh/torus hardware programs (backends.hwprog.HwOptions; None: its default)
+    vcs: int | None = None
+    packet_bytes: int | None = None
+    buffer_depth: int | None = None
+    link_width: float | None = None
+    clock_ghz: float | None = None
+    router_cycles: int | None = None
+    force: bool = False
 
 
 Exporter = Callable[[Program, Topology, Manifest, Path, ExportOptions], list[Path]]
@@ -58,9 +66,34 @@ def _astra_sim(
     return export_astra(program, topology, out, AstraOptions.from_manifest(manifest))
 
 
+def _hwprog(target: str) -> Exporter:
+    def run(
+        program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+    ) -> list[Path]:
+        # Imported here: only this target needs it (and jsonschema behind it).
+        from backends.hwprog import HwOptions
+        from backends.hwprog import export as export_hw
+
+        d = HwOptions()
+        options = HwOptions(
+            vcs=o.vcs,
+            packet_bytes=d.packet_bytes if o.packet_bytes is None else o.packet_bytes,
+            buffer_depth=d.buffer_depth if o.buffer_depth is None else o.buffer_depth,
+            link_width=o.link_width,
+            clock_ghz=d.clock_ghz if o.clock_ghz is None else o.clock_ghz,
+            router_cycles=d.router_cycles if o.router_cycles is None else o.router_cycles,
+            force=o.force,
+        )
+        return export_hw(program, topology, manifest, out, target, options)
+
+    return run
+
+
 EXPORTERS: dict[str, Exporter] = {
     "msccl-xml": _msccl_xml,
     "astra-sim": _astra_sim,
+    "mesh": _hwprog("mesh"),
+    "torus": _hwprog("torus"),
 }
 
 

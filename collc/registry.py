@@ -73,7 +73,7 @@ SIM_MODELS: dict[str, str] = {
 }
 """Simulation models by name, with their descriptions (`backends.sim.MODELS`)."""
 
-EXPORT_TARGETS = ("msccl-xml", "astra-sim")
+EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus")
 """`collc.exporters.EXPORTERS`, in order."""
 
 MANIFEST = "manifest.json"

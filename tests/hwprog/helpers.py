@@ -12,11 +12,15 @@ from topologies import Topology, parse_topology
 
 
 @cache
+def result(topology: str, collective: str, algorithm: str, size: int = 1 << 20) -> pipeline.Result:
+    req = pipeline.Request(topology, CollectiveKind(collective), algorithm, size)
+    return pipeline.synthesize(req)
+
+
 def made(
     topology: str, collective: str, algorithm: str, size: int = 1 << 20
 ) -> tuple[Program, Topology, Manifest]:
-    req = pipeline.Request(topology, CollectiveKind(collective), algorithm, size)
-    res = pipeline.synthesize(req)
+    res = result(topology, collective, algorithm, size)
     return res.program, parse_topology(topology), res.manifest
 
 
