@@ -100,7 +100,7 @@ class Format:
             return json.loads(text)
         except json.JSONDecodeError as e:
             line = text.splitlines()[e.lineno - 1] if text.splitlines() else ""
-            pos = SourcePos(str(path), e.lineno, e.colno, e.pos, line[:200])
+            pos = SourcePos(str(path), e.lineno, e.colno, -1, line[:200])
             raise self.error(f"not JSON: {e.msg}", pos) from None
         except RecursionError:
             raise self.error(f"{path}: not JSON: nested too deeply") from None
