@@ -7,15 +7,37 @@ time-expanded network, timed by the shared cost model.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.program import Program
 from tacos.errors import TacosError
-from tacos.synthesis import SUPPORTED, Progress, Synthesis, chunks_for, synthesize
+from tacos.kinds import SUPPORTED
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 from topologies.topology import Topology
 
+# Start-up (issue 12): the synthesizer is imported on first use, so `tacos.bounds` (which
+# `collc compile` runs) does not load it.
+if TYPE_CHECKING:
+    from tacos.synthesis import Progress
+    from tacos.synthesis import Synthesis as Synthesis
+    from tacos.synthesis import chunks_for as chunks_for
+    from tacos.synthesis import synthesize as synthesize
+
 __all__ = ["Synthesis", "Tacos", "TacosError", "chunks_for", "synthesize"]
+
+_LAZY = ("Synthesis", "chunks_for", "synthesize")
+"""The names of `tacos.synthesis` this package offers, imported on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("tacos.synthesis"), name)
+    globals()[name] = value
+    return value
 
 
 class Tacos:
@@ -62,6 +84,8 @@ class Tacos:
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
         """``Collective.chunks_per_rank`` for this producer's ``chunks_per_npu`` (1 by default:
         the natural granularity of one chunk per NPU); see `chunks_for`."""
+        from tacos.synthesis import chunks_for
+
         return chunks_for(kind, num_ranks, self.chunks_per_npu)
 
     def generate(self, collective: Collective, topology: Topology) -> Program:
@@ -73,6 +97,8 @@ class Tacos:
         (`tacos.groups.synthesize_groups`), or group by group with ``groups_independent``.
         Raises TacosError as `synthesize` does.
         """
+        from tacos.synthesis import synthesize
+
         chunk_bytes = chunk_bytes_for(collective, self.size_bytes)
         if collective.groups:
             from tacos.groups import synthesize_groups  # only for process groups (start-up)

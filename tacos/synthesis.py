@@ -32,6 +32,7 @@ from tacos.channels import (
     time_channel,
 )
 from tacos.errors import TacosError
+from tacos.kinds import SUPPORTED
 from tacos.lowering import Lowered, Phase, Timer, Transfers, lower
 from tacos.matching import Plan, spread
 from tacos.reversal import forward_phase, reverse_phase
@@ -42,19 +43,6 @@ from topologies.topology import Topology
 
 I64 = npt.NDArray[np.int64]
 Progress = Callable[[float], None]
-
-SUPPORTED = frozenset(
-    {
-        CollectiveKind.ALLGATHER,
-        CollectiveKind.REDUCE_SCATTER,
-        CollectiveKind.ALLREDUCE,
-        CollectiveKind.BROADCAST,
-        CollectiveKind.REDUCE,
-        CollectiveKind.GATHER,
-        CollectiveKind.SCATTER,
-        CollectiveKind.ALLTOALL,
-    }
-)
 
 
 def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int:
