@@ -44,14 +44,14 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
 from chakra_ir.collective import CollectiveKind
 from tacos.channels import LinkCost, Net
 from tacos.errors import TacosError
-from tacos.synthesis import SUPPORTED
+from tacos.kinds import SUPPORTED
+from tacos.maxflow import sink_side
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 from topologies.regular import RegularGrid, regular_grid
 from topologies.routing import FC, LINE, RING, SWITCH, UNIRING
@@ -450,7 +450,11 @@ def _family_cut(
     best = 0.0
     # Distinct switch -> neighbour pairs, for the rule that a switch joins the side holding
     # more than half of its neighbours.
-    sw_pairs = np.unique(np.stack([arr.src, arr.dst])[:, arr.src >= n_npu], axis=1)
+    # (np.unique(pairs, axis=1) in effect, without its import of numpy.ma: start-up time)
+    sw = arr.src >= n_npu
+    keys = np.sort(arr.src[sw] * nn + arr.dst[sw])
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
+    sw_pairs = np.stack([keys // nn, keys % nn])
     sw_deg = np.bincount(sw_pairs[0], minlength=nn) if sw_pairs.size else np.zeros(nn, np.int64)
 
     def with_switches(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -544,19 +548,7 @@ def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> floa
     for _ in range(30):
         improved = False
         for t in ranks:
-            g: nx.DiGraph[object] = nx.DiGraph()
-            for lk in net.links:
-                cap = lam * lk.bandwidth_bytes_per_ns
-                if g.has_edge(lk.src, lk.dst):
-                    g[lk.src][lk.dst]["capacity"] += cap
-                else:
-                    g.add_edge(lk.src, lk.dst, capacity=cap)
-            for r in ranks:
-                if r != t:
-                    g.add_edge("s", r, capacity=1.0)
-            g.add_edge(t, "t")  # infinite capacity: t stays outside S
-            _value, (side, _) = nx.minimum_cut(g, "s", "t")
-            inside = {x for x in side if isinstance(x, int)}
+            inside = _min_cut_side(net, ranks, t, lam)
             if not inside:
                 continue
             k = len(inside & rset)
@@ -572,6 +564,24 @@ def _exact_cut(net: Net, ranks: list[int], m: float, start_ratio: float) -> floa
             break
         best_t = lam * m
     return max(best_t, lam * m)
+
+
+def _min_cut_side(net: Net, ranks: list[int], t: int, lam: float) -> set[int]:
+    """The side S of a minimum cut between a source feeding every rank but ``t`` (capacity 1
+    each) and ``t``, links weighing ``lam`` x bandwidth (parallel links added up): the nodes
+    that do not reach ``t`` in the residual network of a maximum flow, as `networkx.minimum_cut`
+    gives it (`tacos.maxflow`)."""
+    source = net.num_nodes
+    capacity: dict[tuple[int, int], float] = {}
+    for lk in net.links:
+        cap = lam * lk.bandwidth_bytes_per_ns
+        key = (lk.src, lk.dst)
+        capacity[key] = capacity[key] + cap if key in capacity else cap
+    for r in ranks:
+        if r != t:
+            capacity[source, r] = 1.0
+    nodes = {x for lk in net.links for x in (lk.src, lk.dst)} | set(ranks)
+    return nodes - sink_side(net.num_nodes + 1, capacity, source, t)
 
 
 def _spread(
