@@ -8,8 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.astrasim import AstraOptions
-from backends.astrasim import export as export_astra
 from backends.msccl_xml import XmlOptions, program_to_xml
 from backends.msccl_xml import export as export_xml
 from chakra_ir.outdir import Manifest
@@ -63,6 +61,10 @@ def _msccl_xml(
 def _astra_sim(
     program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
 ) -> list[Path]:
+    # Imported here: `collc compile` loads this module for `XML()` and needs no ASTRA-sim.
+    from backends.astrasim import AstraOptions
+    from backends.astrasim import export as export_astra
+
     return export_astra(program, topology, out, AstraOptions.from_manifest(manifest))
 
 

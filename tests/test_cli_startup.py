@@ -13,12 +13,16 @@ HEAVY = ("numpy", "networkx", "lark", "google.protobuf", "ortools", "matplotlib"
 
 
 NOT_FOR_COMPILE = (
+    "networkx",
+    "yaml",
     "ortools",
     "matplotlib",
     "optuna",
     "ray",
     "tacos.groups",
+    "tacos.synthesis",
     "baselines",
+    "backends.astrasim",
     "backends.sim.models",
     "backends.sim.analytical",
     "backends.sim.astra_aware",
@@ -27,9 +31,10 @@ NOT_FOR_COMPILE = (
     "backends.sim.plots",
     "backends.sim.concurrent",
 )
-"""What `collc compile` of a small program has no use for: TACOS's process-group synthesis,
-the baselines and every simulation model (it needs only `backends.sim.gates`). It does load
-networkx: `tacos.bounds` takes the exact min-cut of small topologies with it."""
+"""What `collc compile` of a small program has no use for: networkx (`tacos.bounds` takes the
+exact min-cut of small topologies with `tacos.maxflow`), YAML (no topology file), TACOS's
+synthesis, the baselines, ASTRA-sim's exporter and every simulation model (it needs only
+`backends.sim.gates`)."""
 
 
 def _loaded_after(statement: str, modules: tuple[str, ...] = HEAVY) -> list[str]:

@@ -13,13 +13,10 @@ import os
 import random
 import re
 from collections.abc import Callable
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from topologies import generators
 from topologies.errors import SourcePos, SpecError
-from topologies.files import read_topology_file
 from topologies.generators import Blueprint
 from topologies.routing import FC, LINE, RING, SWITCH, UNIRING
 from topologies.spec import (
@@ -33,6 +30,10 @@ from topologies.spec import (
 )
 from topologies.topology import LinkSpec, Topology
 from topologies.units import parse_bandwidth_bytes_per_ns, parse_time_ns
+
+# Start-up (issue 12): networkx is needed only by the caller of `from_networkx`, who has it.
+if TYPE_CHECKING:
+    import networkx as nx
 
 _MODIFIERS = ("linkbw", "linklat", "fail", "fail_random", "seed")
 _ALLOWED_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -74,6 +75,8 @@ def parse_topology(spec: str) -> Topology:
 
 def load_topology_file(path: str | os.PathLike[str]) -> Topology:
     """The topology in a collc link-list file or an ASTRA-sim network YAML (see SPEC.md)."""
+    from topologies.files import read_topology_file  # only for files (start-up time)
+
     blueprint = read_topology_file(os.fspath(path))
     topology = _make(blueprint, blueprint.head, set())
     topology.check_connected()
@@ -147,6 +150,8 @@ def _generate(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
     kind = syntax.kind
     shape = syntax.shape
     if kind == "file":
+        from topologies.files import read_topology_file  # only for files (start-up time)
+
         return read_topology_file(shape.text, reader.pos(shape.col))
     if kind in ("ring", "uniring", "fc", "switch", "fred"):
         n = reader.integer(shape, f"{kind} NPU count", 2)

@@ -13,9 +13,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from topologies import generators
 from topologies.errors import SourcePos, SpecError
@@ -24,6 +22,10 @@ from topologies.routing import FC, RING, SWITCH
 from topologies.spec import FILE_SUFFIXES
 from topologies.topology import LinkSpec
 from topologies.units import parse_bandwidth_bytes_per_ns, parse_time_ns
+
+# Start-up (issue 12): yaml is imported where a file is read, not with this module.
+if TYPE_CHECKING:
+    import yaml
 
 Key = tuple[str | int, ...]
 
@@ -40,6 +42,8 @@ class _Document:
     """A parsed file plus the line/column of every value and mapping key in it."""
 
     def __init__(self, path: str, text: str) -> None:
+        import yaml
+
         self.path = path
         self.lines = text.splitlines()
         self.values: dict[Key, tuple[int, int]] = {}
@@ -61,6 +65,8 @@ class _Document:
         self.data = self._load_yaml(text)
 
     def _load_yaml(self, text: str) -> Any:
+        import yaml
+
         loader = yaml.SafeLoader(text)
         try:
             node = loader.get_single_node()
@@ -78,6 +84,8 @@ class _Document:
         return data
 
     def _walk(self, node: yaml.Node, key: Key) -> None:
+        import yaml
+
         self.values[key] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:

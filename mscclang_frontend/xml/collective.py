@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from chakra_ir.collective import (
     Buffer,
@@ -32,8 +33,10 @@ from chakra_ir.collective import (
 from chakra_ir.program import OpKind, Program
 from mscclang_frontend.xml import format as fmt
 from mscclang_frontend.xml.errors import XmlError
-from mscclang_frontend.xml.parse import AlgoEl
 from topologies.errors import CollcError
+
+if TYPE_CHECKING:  # the XML parser only for XML (`collc compile` lowers through this module)
+    from mscclang_frontend.xml.parse import AlgoEl
 
 SlotUse = tuple[int, Buffer, int]
 """(gpu, logical buffer, one past the highest slot used)."""
