@@ -50,6 +50,12 @@ HEADER_FILE = "hwprog.json"
 ROUTERS_FILE = "routers.json"
 NPU_DIR = "npus"
 BUFFERS = ("input", "output", "scratch")
+SEND, RECV, RECV_REDUCE, COPY = (
+    int(OpKind.SEND),
+    int(OpKind.RECV),
+    int(OpKind.RECV_REDUCE),
+    int(OpKind.COPY),
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class _Route:
     hops: list[GridLink]
     routing: str
     vcs: list[int] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -228,6 +235,7 @@ def plan(
     edges: set[tuple[int, int]] = set()
     for route in routes:
         route.vcs = assign(grid, route.hops, num_vcs)
+        route.ports = [h.port for h in route.hops]
         chans = [h.index * num_vcs + v for h, v in zip(route.hops, route.vcs, strict=True)]
         edges.update(itertools.pairwise(chans))
     cycle = find_cycle(edges)
@@ -348,10 +356,13 @@ def plan(
     return Plan(p, grid, header, routers, chunk, flow_of, route_of_op, routes, rank_on)
 
 
-def _exec_order(local_deps: list[list[int]]) -> list[int]:
+def _exec_order(
+    local_deps: list[list[int]], deps: npt.NDArray[np.int32], offsets: list[int]
+) -> list[int]:
     """Program order when every dependency points backwards, else the topological order
     that stays closest to it (smallest id first)."""
-    if all(all(d < i for d in ds) for i, ds in enumerate(local_deps)):
+    owner = np.repeat(np.arange(len(local_deps)), np.diff(np.asarray(offsets)))
+    if not np.any(deps >= owner):
         return list(range(len(local_deps)))
     n = len(local_deps)
     indeg = [len(set(ds)) for ds in local_deps]
@@ -401,42 +412,46 @@ def npu_documents(pl: Plan) -> Iterator[dict[str, Any]]:
         base = do[0]
         local_deps = [deps_all[do[i] - base : do[i + 1] - base] for i in range(b - a)]
         commands: list[dict[str, Any]] = []
-        for i in _exec_order(local_deps):
+        append = commands.append
+        routes = pl.routes
+        for i in _exec_order(local_deps, p.deps[do[0] : do[-1]], do):
             k = kind[i]
-            c: dict[str, Any] = {"id": i}
-            if k == OpKind.SEND:
-                rt = pl.routes[route[i]]
-                c.update(
-                    op="send",
-                    waits=local_deps[i],
-                    bytes=count[i] * chunk,
-                    src=[BUFFERS[sb[i]], si[i], count[i]],
-                    to=placement[peer[i]],
-                    flow=flow[i],
-                    routing=rt.routing,
-                    ports=[h.port for h in rt.hops],
-                    vcs=rt.vcs,
-                )
+            if k == SEND:
+                rt = routes[route[i]]
+                c = {
+                    "id": i,
+                    "op": "send",
+                    "waits": local_deps[i],
+                    "bytes": count[i] * chunk,
+                    "src": [BUFFERS[sb[i]], si[i], count[i]],
+                    "to": placement[peer[i]],
+                    "flow": flow[i],
+                    "routing": rt.routing,
+                    "ports": rt.ports,
+                    "vcs": rt.vcs,
+                }
                 if after[i] >= 0:
                     c["after"] = after[i]
-            elif k in (OpKind.RECV, OpKind.RECV_REDUCE):
-                c.update(
-                    op="recv",
-                    waits=local_deps[i],
-                    bytes=count[i] * chunk,
-                    dst=[BUFFERS[db[i]], di[i], count[i]],
-                    **{"from": placement[peer[i]]},
-                    flow=flow[i],
-                    reduce=k == OpKind.RECV_REDUCE,
-                )
+            elif k in (RECV, RECV_REDUCE):
+                c = {
+                    "id": i,
+                    "op": "recv",
+                    "waits": local_deps[i],
+                    "bytes": count[i] * chunk,
+                    "dst": [BUFFERS[db[i]], di[i], count[i]],
+                    "from": placement[peer[i]],
+                    "flow": flow[i],
+                    "reduce": k == RECV_REDUCE,
+                }
             else:
-                c.update(
-                    op="copy" if k == OpKind.COPY else "reduce",
-                    waits=local_deps[i],
-                    src=[BUFFERS[sb[i]], si[i], count[i]],
-                    dst=[BUFFERS[db[i]], di[i], count[i]],
-                )
-            commands.append(c)
+                c = {
+                    "id": i,
+                    "op": "copy" if k == COPY else "reduce",
+                    "waits": local_deps[i],
+                    "src": [BUFFERS[sb[i]], si[i], count[i]],
+                    "dst": [BUFFERS[db[i]], di[i], count[i]],
+                }
+            append(c)
         doc["commands"] = commands
         yield doc
 
@@ -464,7 +479,8 @@ def _dump_npu(doc: dict[str, Any]) -> str:
     cmds = doc["commands"]
     if not cmds:
         return head + ', "commands": []}\n'
-    body = ",\n ".join(json.dumps(c, separators=(",", ":")) for c in cmds)
+    # Commands hold no nested objects, so '},{"id"' only ever joins two commands.
+    body = json.dumps(cmds, separators=(",", ":"))[1:-1].replace('},{"id"', '},\n {"id"')
     return head + ', "commands": [\n ' + body + "\n]}\n"
 
 
