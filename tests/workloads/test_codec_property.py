@@ -59,11 +59,7 @@ def nodes(draw: st.DrawFn) -> list[WNode]:
 
 @settings(max_examples=80, deadline=None)
 @given(ranks=st.lists(nodes(), min_size=1, max_size=3))
-def test_encode_then_read_gives_the_same_nodes(
-    tmp_path_factory: object, ranks: list[list[WNode]]
-) -> None:
-    import tempfile
-
+def test_encode_then_read_gives_the_same_nodes(ranks: list[list[WNode]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache: dict[bytes, WNode] = {}
         for r, want in enumerate(ranks):
