@@ -6,6 +6,8 @@ long anything takes (the rate of a work unit is measured by ``benchmarks/bench_w
 
 from __future__ import annotations
 
+import random
+import tracemalloc
 from collections import defaultdict
 from pathlib import Path
 
@@ -212,3 +214,35 @@ def test_spaced_keeps_the_ends_and_the_middle() -> None:
     picks = bounds._spaced(range(1, 100), 0.05)
     assert picks[0] == 1 and picks[-1] == 99 and 50 in picks
     assert len(picks) <= 6 and picks == sorted(set(picks))
+
+
+def _nth_arrival(key: tuple[tuple[float, float], ...], s: float, need: int) -> float:
+    """By brute force: the ``need``-th earliest chunk arrival over links ``key``, link ``e``
+    delivering its ``j``-th chunk at ``a_e + j s / B_e``."""
+    times = sorted(lat + j * s / bw for lat, bw in key for j in range(1, need + 1))
+    return times[need - 1]
+
+
+def test_chunk_count_is_the_nth_arrival_over_distinct_links() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        kinds = [(rng.choice([0.0, 500.0, rng.uniform(0, 900)]), rng.uniform(1, 100))]
+        kinds += [(rng.uniform(0, 900), rng.choice([25.0, 50.0])) for _ in range(2)]
+        key = tuple(sorted(rng.choice(kinds) for _ in range(rng.randint(1, 9))))
+        s, need = rng.uniform(1, 1e5), rng.randint(1, 60)
+        got = bounds._chunk_count_of.__wrapped__(key, s, need)
+        assert got == pytest.approx(_nth_arrival(key, s, need), rel=1e-9, abs=1e-5)
+
+
+def test_bounds_on_a_large_fully_connected_network_take_memory_linear_in_its_size() -> None:
+    """The spec campaign's ``bounds -t fc:41000`` grew past 20 GB: the chunk bound compared
+    every candidate time with every one of the n-1 equal in-links. Scaled down to fc:4000
+    (which took 0.4 GB that way), the peak must stay small."""
+    tracemalloc.start()
+    try:
+        res = CliRunner().invoke(cli, ["bounds", "-t", "fc:4000", "-c", "allgather"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.exit_code == 0, res.output
+    assert peak < 32 << 20
