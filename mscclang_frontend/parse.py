@@ -8,12 +8,19 @@ and column of the offending token.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
+import os
+import stat
+import sys
+import tempfile
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import lark
 from lark import Lark, Token
 from lark.exceptions import (
     LarkError,
@@ -140,24 +147,80 @@ class _Indenter(PostLex):
 
 
 _PARSER: Lark | None = None
+_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "basic",
+    "start": ["file_input", "fstring_expr"],
+    "propagate_positions": True,
+    "maybe_placeholders": True,
+}
 
 
 def _parser() -> Lark:
+    """The parser. Building its LALR tables takes seconds, so the first process saves the
+    parser in `_cache_file` (Lark's `save`) and later ones load it from there."""
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(
-            GRAMMAR_PATH.read_text(),
-            parser="lalr",
-            lexer="basic",
-            start=["file_input", "fstring_expr"],
-            postlex=_Indenter(),
-            propagate_positions=True,
-            maybe_placeholders=True,
-            # Building the LALR tables takes seconds; Lark keeps them in a file in the
-            # temporary directory, keyed by the grammar, the options and Lark's version.
-            cache=True,
-        )
+        grammar = GRAMMAR_PATH.read_text()
+        cached = _cache_file(grammar)
+        _PARSER = _load_cached(*cached) if cached is not None else None
+        if _PARSER is None:
+            _PARSER = Lark(grammar, postlex=_Indenter(), **_OPTIONS)
+            if cached is not None:
+                _save_cached(_PARSER, *cached)
     return _PARSER
+
+
+def _cache_file(grammar: str) -> tuple[Path, bytes] | None:
+    """Where the parser is kept, and the key its file starts with: a hash of the grammar, the
+    options and the versions of Lark and Python, which also names the file. The folder is
+    ``$XDG_CACHE_HOME/collc`` (default ``~/.cache/collc``), else ``collc-<uid>`` in the
+    temporary directory: the first that is this user's and that no one else may write. None
+    when there is no such folder: then nothing is cached."""
+    text = "\0".join([grammar, repr(_OPTIONS), lark.__version__, repr(sys.version_info[:2])])
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path(os.path.expanduser("~"), ".cache")
+    folders = [base / "collc"] if base.is_absolute() else []
+    if hasattr(os, "getuid"):
+        folders.append(Path(tempfile.gettempdir(), f"collc-{os.getuid()}"))
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(folder)
+            mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+            private = stat.S_ISDIR(st.st_mode) and mine and not st.st_mode & 0o022
+            if private and os.access(folder, os.W_OK):
+                return folder / f"mscclang-{key}.lark", key.encode()
+    return None
+
+
+def _load_cached(path: Path, key: bytes) -> Lark | None:
+    """The parser saved in ``path`` under ``key``; None when there is none, or another or a
+    damaged one (then it is built and saved anew)."""
+    try:
+        with open(path, "rb") as f:
+            if f.readline() != key + b"\n":
+                return None
+            parser = Lark.load(f)
+    except Exception:  # no file, or not one this collc wrote: build the parser
+        return None
+    return parser if isinstance(parser.options.postlex, _Indenter) else None
+
+
+def _save_cached(parser: Lark, path: Path, key: bytes) -> None:
+    """Save ``parser`` (not used yet) in ``path`` atomically: it is written to a file of this
+    process's own, which then takes the name at once, so that other processes find no file or
+    a whole one. A failure leaves nothing behind and is no error."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(key + b"\n")
+            parser.save(f)
+        os.replace(tmp, path)
+    except Exception:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 # ------------------------------------------------------------------------------ strings
