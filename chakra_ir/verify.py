@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chakra_ir.collective import Buffer, CollectiveKind, Contents, describe, merge
+from chakra_ir.collective import Buffer, Collective, CollectiveKind, Contents, describe, merge
 from chakra_ir.program import OpKind, Program
 from topologies.errors import CollcError
 from topologies.topology import Topology
@@ -202,24 +202,8 @@ class _Checker:
     def addresses(self) -> tuple[list[int], list[int], list[int], int]:
         """Flat physical slot addresses of every op's source and destination (-1 if unused)."""
         p = self.p
-        c = p.collective
-        R = p.num_ranks
-        # Physical layout per rank: input, output, scratch, one after another.
-        sizes = p.buffer_sizes.astype(np.int64)
-        bases = np.zeros((R, 3), dtype=np.int64)
-        bases[:, 1] = sizes[:, 0]
-        bases[:, 2] = sizes[:, 0] + sizes[:, 1]
-        rank_base = np.zeros(R + 1, dtype=np.int64)
-        np.cumsum(sizes.sum(axis=1), out=rank_base[1:])
-        # In place, each aliased buffer maps to its partner with a per-rank shift.
-        shift = np.zeros((R, 3), dtype=np.int64)
-        target = np.tile(np.arange(3, dtype=np.int64), (R, 1))
-        if c.inplace:
-            for r in range(R):
-                for b in (Buffer.INPUT, Buffer.OUTPUT):
-                    pb, pi = c.physical(r, b, 0)
-                    target[r, b] = pb
-                    shift[r, b] = pi
+        lay = SymbolicMemory.layout(p.collective, p.buffer_sizes)
+        rank_base, bases, target, shift = lay
         out = []
         rank = self.rank_of
         for buf, idx, used in (
@@ -308,12 +292,8 @@ class _Checker:
         perm_l = perm.tolist()
         del src_addr, dst_addr, m, gather, dep_owner, dep_global
 
-        mem: list[Contents | None] = [None] * total
-        for r in range(p.num_ranks):
-            init = c.initial_input(r)
-            b, shift = c.physical(r, Buffer.INPUT, 0)
-            start = rank_base[r] + (int(p.buffer_sizes[r, 0]) if b is Buffer.OUTPUT else 0) + shift
-            mem[start : start + len(init)] = init
+        memory = SymbolicMemory(c, p.buffer_sizes)
+        mem = memory.mem
         last_w = [-1] * total
         readers: list[list[int] | None] = [None] * total
         inflight: dict[int, list[Contents | None]] = {}
@@ -420,18 +400,10 @@ class _Checker:
                             f"which already holds {describe(have)}: a contribution would count twice",
                         )
                     mem[addr] = merged
-        self.postcondition(mem, rank_base)
+        memory.check_postcondition()
 
     def slot_name(self, addr: int, rank_base: list[int]) -> str:
-        p = self.p
-        r = int(np.searchsorted(rank_base, addr, side="right") - 1)
-        off = addr - rank_base[r]
-        i, o = int(p.buffer_sizes[r, 0]), int(p.buffer_sizes[r, 1])
-        if off < i:
-            return f"rank {r} input[{off}]"
-        if off < i + o:
-            return f"rank {r} output[{off - i}]"
-        return f"rank {r} scratch[{off - i - o}]"
+        return _slot_name(self.p.buffer_sizes, addr, rank_base)
 
     def deadlock(self, ran: np.ndarray, match: np.ndarray) -> VerifyError:
         p = self.p
@@ -466,18 +438,126 @@ class _Checker:
                 )
         return self.fail("progress", stuck[0], f"deadlock: {len(stuck)} operations never run")
 
-    def postcondition(self, mem: list[Contents | None], rank_base: list[int]) -> None:
-        p = self.p
-        c = p.collective
-        for r in range(p.num_ranks):
+
+def _slot_name(buffer_sizes: np.ndarray, addr: int, rank_base: list[int]) -> str:
+    r = int(np.searchsorted(rank_base, addr, side="right") - 1)
+    off = addr - rank_base[r]
+    i, o = int(buffer_sizes[r, 0]), int(buffer_sizes[r, 1])
+    if off < i:
+        return f"rank {r} input[{off}]"
+    if off < i + o:
+        return f"rank {r} output[{off - i}]"
+    return f"rank {r} scratch[{off - i - o}]"
+
+
+class SymbolicMemory:
+    """The chunk contents of every physical slot of every rank (in-place aliases resolved),
+    starting from the collective's precondition: the state `verify`'s symbolic execution runs
+    on, public for executors that run a program in their own order (``backends.replay``
+    applies each operation when its hardware completes it).
+
+    ``read`` / ``write`` raise `VerifyError` ("semantics") for reading an empty slot or a
+    reduction that would count a contribution twice; `check_postcondition` for a wrong
+    output. Buffers are `Buffer` codes (0 input, 1 output, 2 scratch).
+    """
+
+    @staticmethod
+    def layout(
+        collective: Collective, buffer_sizes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(rank_base, bases, target, shift)``: slot ``(r, b, i)`` lives at
+        ``rank_base[r] + bases[r, target[r, b]] + shift[r, b] + i``. Each rank's buffers lie
+        input, output, scratch one after another; in place, an aliased buffer maps to its
+        partner with a per-rank shift."""
+        c = collective
+        R = len(buffer_sizes)
+        sizes = np.asarray(buffer_sizes, dtype=np.int64).reshape(R, 3)
+        bases = np.zeros((R, 3), dtype=np.int64)
+        bases[:, 1] = sizes[:, 0]
+        bases[:, 2] = sizes[:, 0] + sizes[:, 1]
+        rank_base = np.zeros(R + 1, dtype=np.int64)
+        np.cumsum(sizes.sum(axis=1), out=rank_base[1:])
+        shift = np.zeros((R, 3), dtype=np.int64)
+        target = np.tile(np.arange(3, dtype=np.int64), (R, 1))
+        if c.inplace:
+            for r in range(R):
+                for b in (Buffer.INPUT, Buffer.OUTPUT):
+                    pb, pi = c.physical(r, b, 0)
+                    target[r, b] = pb
+                    shift[r, b] = pi
+        return rank_base, bases, target, shift
+
+    def __init__(self, collective: Collective, buffer_sizes: np.ndarray) -> None:
+        self.collective = collective
+        self.buffer_sizes = np.asarray(buffer_sizes, dtype=np.int64).reshape(-1, 3)
+        rank_base, bases, target, shift = self.layout(collective, self.buffer_sizes)
+        self.rank_base: list[int] = rank_base.tolist()
+        # Per rank and logical buffer: the physical offset of its slot 0.
+        self._origin: list[list[int]] = [
+            [self.rank_base[r] + int(bases[r, target[r, b]]) + int(shift[r, b]) for b in range(3)]
+            for r in range(len(self.buffer_sizes))
+        ]
+        self.mem: list[Contents | None] = [None] * self.rank_base[-1]
+        for r in range(len(self.buffer_sizes)):
+            init = collective.initial_input(r)
+            start = self._origin[r][Buffer.INPUT]
+            self.mem[start : start + len(init)] = init
+
+    def address(self, rank: int, buffer: int, index: int) -> int:
+        """The physical address of slot ``index`` of ``buffer`` of ``rank``."""
+        return self._origin[rank][buffer] + index
+
+    def slot_name(self, addr: int) -> str:
+        return _slot_name(self.buffer_sizes, addr, self.rank_base)
+
+    def read(self, rank: int, buffer: int, index: int, count: int) -> list[Contents]:
+        """The contents of ``count`` slots; an empty one is a semantics error."""
+        a = self.address(rank, buffer, index)
+        out = self.mem[a : a + count]
+        for j, v in enumerate(out):
+            if v is None:
+                raise VerifyError(
+                    "semantics", f"reads {self.slot_name(a + j)}, which holds no chunk", rank
+                )
+        return out  # type: ignore[return-value]
+
+    def write(
+        self, rank: int, buffer: int, index: int, payload: list[Contents], reduce: bool
+    ) -> None:
+        """Overwrite the slots with ``payload``, or reduce it into them."""
+        a = self.address(rank, buffer, index)
+        mem = self.mem
+        if not reduce:
+            mem[a : a + len(payload)] = payload
+            return
+        for j, val in enumerate(payload):
+            have = mem[a + j]
+            if have is None:
+                raise VerifyError(
+                    "semantics",
+                    f"reduces into {self.slot_name(a + j)}, which holds no chunk",
+                    rank,
+                )
+            merged = merge(have, val)
+            if merged is None:
+                raise VerifyError(
+                    "semantics",
+                    f"reduces {describe(val)} into {self.slot_name(a + j)}, which already "
+                    f"holds {describe(have)}: a contribution would count twice",
+                    rank,
+                )
+            mem[a + j] = merged
+
+    def check_postcondition(self) -> None:
+        """Raise `VerifyError` ("semantics") at the first output slot that differs from the
+        collective's postcondition."""
+        c = self.collective
+        for r in range(len(self.buffer_sizes)):
             expected = c.expected_output(r)
-            i_size = int(p.buffer_sizes[r, 0])
             for j, want in enumerate(expected):
                 if want is None:
                     continue
-                b, idx = c.physical(r, Buffer.OUTPUT, j)
-                addr = rank_base[r] + (i_size if b is Buffer.OUTPUT else 0) + idx
-                have = mem[addr]
+                have = self.mem[self.address(r, Buffer.OUTPUT, j)]
                 if have != want:
                     extra = ""
                     if have is not None and c.kind in (
@@ -488,7 +568,8 @@ class _Checker:
                         extra = _missing(have, want)
                     raise VerifyError(
                         "semantics",
-                        f"rank {r} output[{j}] ends with {describe(have)}, expected {describe(want)}{extra}",
+                        f"rank {r} output[{j}] ends with {describe(have)}, expected "
+                        f"{describe(want)}{extra}",
                         r,
                     )
 
