@@ -1,0 +1,671 @@
+"""The mesh/torus replayer: a packet-level discrete-event simulation of a hardware program.
+
+Independent of `backends.sim`; every rule below is stated in docs/hardware.md ("Replay").
+Time is in integer cycles of the header's clock.
+
+- **Packets.** A message of ``B`` bytes is cut into ``ceil(B / packet_bytes)`` packets, the
+  last one short. A packet of ``b`` bytes keeps link ``e`` busy for ``s = ceil(b / W_e)``
+  cycles (``W_e``: the link's width in bytes per cycle).
+- **Links.** A packet whose head starts on link ``e`` at ``t`` has its head at the far router
+  at ``t + L_e`` (``latency_cycles``) and its tail at ``t + L_e + s``.
+- **Routers, virtual cut-through.** Every input (a VC buffer of a network input port, or the
+  NPU's injection queue for one output port) is a FIFO; only its head packet may request its
+  next output port, ``router_pipeline_cycles`` (``R``) after its head arrived, and not so
+  early that its tail would leave before it arrived (``start >= tail + R - s_next``). An
+  output port grants one packet at a time, round-robin over the requesting inputs, and only
+  to a packet whose next VC buffer has a credit (room for the whole packet).
+- **Credits.** Each VC input buffer holds ``buffer_depth_packets`` packets. A credit is
+  taken when a packet starts on the link towards the buffer and given back ``L_e`` cycles
+  after the packet's tail has left the buffer (travelling back over the link).
+- **Injection.** A send issued at ``t`` queues its packets at its NPU's router, in the queue
+  of its first output port (one FIFO per port, served in issue order), ready at ``t + R``.
+  Sends that become ready at one cycle are queued in command-stream order.
+- **Ejection** never blocks: at the destination a packet is delivered at ``tail + R`` and its
+  buffer slot is free then.
+- **Commands** run by their waits: a command is issued when every command it waits for has
+  completed. ``copy`` and ``reduce`` complete at once. A ``recv`` is posted from the start and
+  completes when its last packet has been delivered and its waits have completed. A ``send``
+  completes by the header's rule: ``on-arrival`` when its last packet is delivered,
+  ``on-departure`` when its last packet's tail has left the source router.
+- **Contents.** A send reads its slots when issued, a recv writes (or reduces) them when it
+  completes, copies and reductions when issued, all on `chakra_ir.verify.SymbolicMemory`;
+  the postcondition is checked at the end.
+- **Deadlock.** When nothing is left to happen but commands have not completed, the network
+  has stalled: every VC buffer whose head packet waits for a credit of a full buffer points
+  at it, and a cycle of such buffers is the deadlock reported.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backends.hwprog.export import HwProgram
+from backends.hwprog.read import read_hwprog
+from backends.replay.framework import (
+    BufferUse,
+    LinkReport,
+    ReplayOptions,
+    ReplayResult,
+)
+from chakra_ir.collective import Buffer, collective_from_dict
+from chakra_ir.verify import SymbolicMemory, VerifyError
+
+_BUF = {"input": int(Buffer.INPUT), "output": int(Buffer.OUTPUT), "scratch": int(Buffer.SCRATCH)}
+_SEND, _RECV, _COPY, _REDUCE = 0, 1, 2, 3
+_OPS = {"send": _SEND, "recv": _RECV, "copy": _COPY, "reduce": _REDUCE}
+
+# Event kinds, in the order they are handled at one cycle (the low bits of an event key).
+_DELIVER, _DEPART, _READY, _ARB = 0, 1, 2, 3
+_KBITS = 2
+_ABITS = 34
+_AMASK = (1 << _ABITS) - 1
+_TSHIFT = _ABITS + _KBITS
+
+
+def replay_grid(folder: Path, options: ReplayOptions) -> ReplayResult:
+    """Read ``folder`` (`read_hwprog`: every check of the format) and replay it."""
+    hw = read_hwprog(folder)
+    return GridReplay(hw, str(folder), options).run()
+
+
+def _ceil_div(b: int, w: float) -> int:
+    if float(w).is_integer():
+        wi = int(w)
+        return -(-b // wi)
+    return max(1, math.ceil(b / w))
+
+
+class GridReplay:
+    """One replay of a mesh/torus hardware program (see the module's docstring)."""
+
+    def __init__(self, hw: HwProgram, folder: str, options: ReplayOptions) -> None:
+        h = hw.header
+        self.hw = hw
+        self.folder = folder
+        self.options = options
+        self.V = V = int(h["num_vcs"])
+        self.R = int(h["router_pipeline_cycles"])
+        self.depth = int(h["buffer_depth_packets"])
+        self.P = int(h["packet_bytes"])
+        self.clock = float(h["clock_ghz"])
+        links = h["links"]
+        self.NL = NL = len(links)
+        self.lid = {(lk["src"], lk["port"]): i for i, lk in enumerate(links)}
+        self.lsrc = [int(lk["src"]) for lk in links]
+        self.lport = [int(lk["port"]) for lk in links]
+        self.ldst = [int(lk["dst"]) for lk in links]
+        self.lat = [int(lk["latency_cycles"]) for lk in links]
+        self.width = [float(lk["width_bytes_per_cycle"]) for lk in links]
+        self.ser_full = [_ceil_div(self.P, w) for w in self.width]
+        # The input port a link arrives on: the port of the reverse link, else the opposite.
+        self.in_port: list[int] = []
+        for i, lk in enumerate(links):
+            p = int(lk["port"])
+            opposite = p + 1 if p % 2 == 1 else p - 1
+            src, dst = int(lk["src"]), int(lk["dst"])
+            rev = self.lid.get((dst, opposite))
+            if rev is None or self.ldst[rev] != src:
+                same = self.lid.get((dst, p))
+                if same is not None and self.ldst[same] == src and same != i:
+                    opposite = p  # a ring of two: one link each way, both "+"
+            self.in_port.append(opposite)
+
+        # Commands, numbered globally NPU after NPU, in stream order.
+        n_npus = int(h["num_npus"])
+        self.npu_base = [0] * (n_npus + 1)
+        op: list[int] = []
+        waits_left: list[int] = []
+        children: list[list[int]] = []
+        flow_of: list[int] = []
+        cmd_npu: list[int] = []
+        cmd_slots: list[tuple[int, int, int, int, int, int]] = []
+        cmd_id: list[int] = []
+        n_flows = int(h["counts"]["messages"])
+        self.n_flows = n_flows
+        f_links: list[list[int]] = [[] for _ in range(n_flows)]
+        f_vcs: list[list[int]] = [[] for _ in range(n_flows)]
+        f_bytes = [0] * n_flows
+        f_send = [-1] * n_flows
+        f_recv = [-1] * n_flows
+        g = 0
+        for n, doc in enumerate(hw.npus):
+            self.npu_base[n] = g
+            pos: dict[int, int] = {}
+            for c in doc["commands"]:
+                pos[c["id"]] = g
+                o = _OPS[c["op"]]
+                op.append(o)
+                ws = c["waits"]
+                waits_left.append(len(ws))
+                children.append([])
+                for w in ws:
+                    children[pos[w]].append(g)
+                cmd_npu.append(n)
+                cmd_id.append(int(c["id"]))
+                if o == _SEND:
+                    f = c["flow"]
+                    flow_of.append(f)
+                    f_send[f] = g
+                    f_bytes[f] = c["bytes"]
+                    cur = n
+                    ls: list[int] = []
+                    for pt in c["ports"]:
+                        li = self.lid[(cur, pt)]
+                        ls.append(li)
+                        cur = self.ldst[li]
+                    f_links[f] = ls
+                    f_vcs[f] = list(c["vcs"])
+                    s = c["src"]
+                    cmd_slots.append((_BUF[s[0]], s[1], s[2], -1, -1, -1))
+                elif o == _RECV:
+                    f = c["flow"]
+                    flow_of.append(f)
+                    f_recv[f] = g
+                    d = c["dst"]
+                    cmd_slots.append((-1, -1, -1, _BUF[d[0]], d[1], int(bool(c["reduce"]))))
+                else:
+                    flow_of.append(-1)
+                    s, d = c["src"], c["dst"]
+                    cmd_slots.append((_BUF[s[0]], s[1], s[2], _BUF[d[0]], d[1], 0))
+                g += 1
+        self.npu_base[n_npus] = g
+        self.n_cmds = g
+        self.op = op
+        self.waits_left = waits_left
+        self.children = children
+        self.flow_of = flow_of
+        self.cmd_npu = cmd_npu
+        self.cmd_slots = cmd_slots
+        self.cmd_id = cmd_id
+        self.f_links = f_links
+        self.f_vcs = f_vcs
+        self.f_bytes = f_bytes
+        self.f_send = f_send
+        self.f_recv = f_recv
+        P = self.P
+        self.f_npk = [-(-b // P) for b in f_bytes]
+        self.f_last = [b - (k - 1) * P for b, k in zip(f_bytes, self.f_npk, strict=True)]
+        self.on_arrival = h["completion"] == "on-arrival"
+
+        # Symbolic contents.
+        self.collective = collective_from_dict(h["collective"])
+        placement = h["placement"]
+        sizes = np.zeros((len(placement), 3), dtype=np.int64)
+        self.rank_of_npu = [-1] * n_npus
+        for r, npu in enumerate(placement):
+            b = hw.npus[npu]["buffers"]
+            sizes[r] = (b["input"], b["output"], b["scratch"])
+            self.rank_of_npu[npu] = r
+        self.memory: SymbolicMemory | None = SymbolicMemory(self.collective, sizes)
+        self.symbolic_error = ""
+        self.payload: list[Any] = [None] * n_flows
+        self.NI = NL + NL * V
+
+    # -- symbolic contents -----------------------------------------------------------------------
+    def _sym_fail(self, g: int, e: VerifyError) -> None:
+        n = self.cmd_npu[g]
+        self.symbolic_error = f"npu {n} command {self.cmd_id[g]}: {e.message}"
+        self.memory = None
+
+    def _sym_read(self, g: int) -> Any:
+        mem = self.memory
+        if mem is None:
+            return None
+        sb, si, cnt, _db, _di, _red = self.cmd_slots[g]
+        try:
+            return mem.read(self.rank_of_npu[self.cmd_npu[g]], sb, si, cnt)
+        except VerifyError as e:
+            self._sym_fail(g, e)
+            return None
+
+    def _sym_write(self, g: int, payload: Any, reduce: bool) -> None:
+        mem = self.memory
+        if mem is None or payload is None:
+            return
+        _sb, _si, _cnt, db, di, _red = self.cmd_slots[g]
+        try:
+            mem.write(self.rank_of_npu[self.cmd_npu[g]], db, di, payload, reduce)
+        except VerifyError as e:
+            self._sym_fail(g, e)
+
+    # -- the event loop ----------------------------------------------------------------------------
+    def run(self) -> ReplayResult:
+        V, R, NL, depth = self.V, self.R, self.NL, self.depth
+        lat, ser_full, width = self.lat, self.ser_full, self.width
+        f_links, f_vcs, f_npk, f_last = self.f_links, self.f_vcs, self.f_npk, self.f_last
+        f_send, f_recv = self.f_send, self.f_recv
+        op, waits_left, children = self.op, self.waits_left, self.children
+        flow_of = self.flow_of
+        on_arrival = self.on_arrival
+        keep = self.options.timeline
+        M = 1 + NL * V  # round-robin positions at an output port
+
+        n_cmds = self.n_cmds
+        start = [-1] * n_cmds
+        finish = [-1] * n_cmds
+        data_in = [False] * n_cmds
+        issue_t = [0] * self.n_flows
+
+        heap: list[int] = []
+        push = heapq.heappush
+        pop = heapq.heappop
+
+        # Inputs: ids 0..NL-1 are the injection queues (one per output link), NL + l*V + v the
+        # VC buffer at the far end of link l.
+        injq: list[deque[int]] = [deque() for _ in range(NL)]
+        inj_k = [0] * NL
+        bufq: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(NL * V)]
+        waiting: list[list[int]] = [[] for _ in range(NL)]
+        busy_until = [0] * NL
+        busy_total = [0] * NL
+        link_packets = [0] * NL
+        last_rr = [-1] * NL
+        arb_at = [-1] * NL
+        credits = [depth] * (NL * V)
+        pend: list[list[int]] = [[] for _ in range(NL * V)]
+        starved = [False] * (NL * V)
+        max_occ = [0] * (NL * V)
+        link_spans: list[list[tuple[int, int, int]]] | None = (
+            [[] for _ in range(NL)] if keep else None
+        )
+
+        done = 0
+        packets = 0
+        packet_hops = 0
+        ready_sends: list[int] = []
+        now = 0
+
+        def arb(o: int, t: int) -> None:
+            if busy_until[o] > t or arb_at[o] == t:
+                return
+            arb_at[o] = t
+            push(heap, (t << _TSHIFT) | (_ARB << _ABITS) | o)
+
+        def complete(g0: int, t: int) -> None:
+            nonlocal done
+            stack = [g0]
+            while stack:
+                g = stack.pop()
+                finish[g] = t
+                done += 1
+                for c in children[g]:
+                    waits_left[c] -= 1
+                    if waits_left[c] == 0:
+                        start[c] = t
+                        k = op[c]
+                        if k == _SEND:
+                            ready_sends.append(c)
+                        elif k == _RECV:
+                            if data_in[c]:
+                                f = flow_of[c]
+                                self._sym_write(c, self.payload[f], bool(self.cmd_slots[c][5]))
+                                self.payload[f] = None
+                                stack.append(c)
+                        else:
+                            self._sym_write(c, self._sym_read(c), k == _REDUCE)
+                            stack.append(c)
+
+        # Commands without waits start at cycle 0, in stream order.
+        for g in range(n_cmds):
+            if waits_left[g] == 0:
+                start[g] = 0
+                k = op[g]
+                if k == _SEND:
+                    ready_sends.append(g)
+                elif k in (_COPY, _REDUCE):
+                    self._sym_write(g, self._sym_read(g), k == _REDUCE)
+                    complete(g, 0)
+
+        def inject(t: int) -> None:
+            ready_sends.sort()
+            for g in ready_sends:
+                f = flow_of[g]
+                self.payload[f] = self._sym_read(g)
+                issue_t[f] = t
+                o = f_links[f][0]
+                q = injq[o]
+                q.append(f)
+                if len(q) == 1:
+                    push(heap, ((t + R) << _TSHIFT) | (_READY << _ABITS) | o)
+            ready_sends.clear()
+
+        inject(0)
+        while heap:
+            key = pop(heap)
+            now = key >> _TSHIFT
+            kind = (key >> _ABITS) & 3
+            a = key & _AMASK
+            if kind == _ARB:
+                o = a
+                arb_at[o] = -1
+                if busy_until[o] > now:
+                    continue
+                cands = waiting[o]
+                if not cands:
+                    continue
+                best = -1
+                best_key = M
+                wake = -1
+                for inp in cands:
+                    if inp < NL:
+                        f = injq[inp][0]
+                        hop = 0
+                        rr = 0
+                    else:
+                        _r, f, _k, hop = bufq[inp - NL][0]
+                        rr = inp - NL + 1
+                    ch = o * V + f_vcs[f][hop]
+                    if credits[ch] == 0:
+                        pc = pend[ch]
+                        while pc and pc[0] <= now:
+                            pop(pc)
+                            credits[ch] += 1
+                        if credits[ch] == 0:
+                            if pc:
+                                if wake < 0 or pc[0] < wake:
+                                    wake = pc[0]
+                            else:
+                                starved[ch] = True
+                            continue
+                    rk = (rr - last_rr[o] - 1) % M
+                    if rk < best_key:
+                        best_key = rk
+                        best = inp
+                if best < 0:
+                    if wake >= 0:
+                        arb(o, wake)
+                    continue
+                inp = best
+                # The granted packet.
+                if inp < NL:
+                    q = injq[inp]
+                    f = q[0]
+                    k = inj_k[inp]
+                    hop = 0
+                    last_rr[o] = 0
+                else:
+                    bq = bufq[inp - NL]
+                    _r, f, k, hop = bq.popleft()
+                    last_rr[o] = inp - NL + 1
+                vc = f_vcs[f][hop]
+                ch = o * V + vc
+                credits[ch] -= 1
+                occ = depth - credits[ch]
+                if occ > max_occ[ch]:
+                    max_occ[ch] = occ
+                npk = f_npk[f]
+                if k == npk - 1:
+                    b = f_last[f]
+                    s = _ceil_div(b, width[o])
+                else:
+                    b = self.P
+                    s = ser_full[o]
+                end = now + s
+                busy_until[o] = end
+                busy_total[o] += s
+                link_packets[o] += 1
+                packet_hops += 1
+                if link_spans is not None:
+                    sp = link_spans[o]
+                    if sp and sp[-1][2] == f and sp[-1][1] == now:
+                        sp[-1] = (sp[-1][0], end, f)
+                    else:
+                        sp.append((now, end, f))
+                arb_at[o] = end
+                push(heap, (end << _TSHIFT) | (_ARB << _ABITS) | o)
+                # Leave the input; its next packet may request.
+                if inp < NL:
+                    k1 = k + 1
+                    if k1 == npk:
+                        q.popleft()
+                        inj_k[inp] = 0
+                        if not on_arrival:
+                            push(heap, (end << _TSHIFT) | (_DEPART << _ABITS) | f)
+                        if q:
+                            t_r = issue_t[q[0]] + R
+                            if t_r > now:
+                                cands.remove(inp)
+                                push(heap, (t_r << _TSHIFT) | (_READY << _ABITS) | inp)
+                        else:
+                            cands.remove(inp)
+                    else:
+                        inj_k[inp] = k1
+                else:
+                    cands.remove(inp)
+                    # The buffer slot is free once the tail has left; the credit travels back.
+                    lu = (inp - NL) // V
+                    t_ret = end + lat[lu]
+                    cu = inp - NL
+                    push(pend[cu], t_ret)
+                    if starved[cu]:
+                        starved[cu] = False
+                        arb(lu, t_ret)
+                    if bq:
+                        r2, f2, _k2, h2 = bq[0]
+                        if r2 <= now:
+                            o2 = f_links[f2][h2]
+                            waiting[o2].append(inp)
+                            arb(o2, now)
+                        else:
+                            push(heap, (r2 << _TSHIFT) | (_READY << _ABITS) | inp)
+                # Forward the packet.
+                route = f_links[f]
+                head = now + lat[o]
+                if hop == len(route) - 1:
+                    t_del = head + s + R
+                    push(pend[ch], t_del + lat[o])
+                    if starved[ch]:
+                        starved[ch] = False
+                        arb(o, t_del + lat[o])
+                    packets += 1
+                    if k == npk - 1:
+                        push(heap, (t_del << _TSHIFT) | (_DELIVER << _ABITS) | f)
+                else:
+                    o2 = route[hop + 1]
+                    s2 = ser_full[o2] if k < npk - 1 else _ceil_div(b, width[o2])
+                    ready = head + R
+                    if s > s2:
+                        ready += s - s2
+                    bq2 = bufq[ch]
+                    bq2.append((ready, f, k, hop + 1))
+                    if len(bq2) == 1:
+                        push(heap, (ready << _TSHIFT) | (_READY << _ABITS) | (NL + ch))
+            elif kind == _READY:
+                inp = a
+                if inp < NL:
+                    waiting[inp].append(inp)
+                    arb(inp, now)
+                else:
+                    _r, f, _k, hop = bufq[inp - NL][0]
+                    o = f_links[f][hop]
+                    waiting[o].append(inp)
+                    arb(o, now)
+            elif kind == _DELIVER:
+                f = a
+                g = f_recv[f]
+                data_in[g] = True
+                if waits_left[g] == 0:
+                    self._sym_write(g, self.payload[f], bool(self.cmd_slots[g][5]))
+                    self.payload[f] = None
+                    complete(g, now)
+                if on_arrival:
+                    complete(f_send[f], now)
+            else:  # _DEPART
+                complete(f_send[a], now)
+            if ready_sends and (not heap or (heap[0] >> _TSHIFT) > now):
+                inject(now)
+
+        cycles = max(finish) if finish else 0
+        self.start, self.finish = start, finish
+        deadlock = None
+        if done < n_cmds:
+            cycles = max(now, cycles)
+            deadlock = self._deadlock(bufq, credits, pend, done, now)
+        return self._result(
+            cycles,
+            done,
+            packets,
+            packet_hops,
+            busy_total,
+            link_packets,
+            max_occ,
+            deadlock,
+            link_spans,
+        )
+
+    # -- reports --------------------------------------------------------------------------------
+    def buffer_name(self, ch: int) -> tuple[int, int, int]:
+        """(router, input port, vc) of the VC buffer at the far end of channel ``ch``."""
+        lnk, vc = divmod(ch, self.V)
+        return self.ldst[lnk], self.in_port[lnk], vc
+
+    def _deadlock(
+        self,
+        bufq: list[deque[tuple[int, int, int, int]]],
+        credits: list[int],
+        pend: list[list[int]],
+        done: int,
+        now: int,
+    ) -> dict[str, Any]:
+        V = self.V
+        waits_for: dict[int, int] = {}
+        in_network = 0
+        for ch, q in enumerate(bufq):
+            in_network += len(q)
+            if not q:
+                continue
+            _r, f, _k, hop = q[0]
+            nxt = self.f_links[f][hop] * V + self.f_vcs[f][hop]
+            if credits[nxt] + len(pend[nxt]) == 0:
+                waits_for[ch] = nxt
+        cycle: list[int] = []
+        seen: set[int] = set()
+        for s in sorted(waits_for):
+            if s in seen:
+                continue
+            path: dict[int, int] = {}
+            x = s
+            while x in waits_for and x not in path and x not in seen:
+                path[x] = len(path)
+                x = waits_for[x]
+            seen.update(path)
+            if x in path:
+                order = sorted(path, key=path.__getitem__)
+                cycle = order[path[x] :]
+                break
+
+        def name(ch: int) -> dict[str, int]:
+            r, p, v = self.buffer_name(ch)
+            return {"router": r, "port": p, "vc": v, "from": self.lsrc[ch // V]}
+
+        named = [name(c) for c in cycle]
+        text = " -> ".join(f"({d['router']}, {d['port']}, {d['vc']})" for d in named)
+        left = self.n_cmds - done
+        if named:
+            text += f" -> back to ({named[0]['router']}, {named[0]['port']}, {named[0]['vc']})"
+        stuck = [
+            f"npu {self.cmd_npu[g]} command {self.cmd_id[g]}"
+            for g in range(self.n_cmds)
+            if self.finish[g] < 0
+        ][:5]
+        return {
+            "stalled_at_cycle": now,
+            "commands_left": left,
+            "packets_in_network": in_network,
+            "waiting_buffers": len(waits_for),
+            "cycle": named,
+            "description": (
+                f"deadlock at cycle {now}: {left} commands never complete, {in_network} "
+                f"packets stuck in the network; "
+                + (
+                    f"buffers (router, port, vc) waiting in a cycle: {text}"
+                    if named
+                    else "no cycle of waiting buffers (the commands wait for each other)"
+                )
+            ),
+            "first_stuck": stuck,
+        }
+
+    def _result(
+        self,
+        cycles: int,
+        done: int,
+        packets: int,
+        packet_hops: int,
+        busy_total: list[int],
+        link_packets: list[int],
+        max_occ: list[int],
+        deadlock: dict[str, Any] | None,
+        link_spans: list[list[tuple[int, int, int]]] | None,
+    ) -> ReplayResult:
+        h = self.hw.header
+        links = [
+            LinkReport(self.lsrc[i], self.lport[i], self.ldst[i], busy_total[i], link_packets[i])
+            for i in range(self.NL)
+        ]
+        buffers = []
+        for ch, m in enumerate(max_occ):
+            r, p, v = self.buffer_name(ch)
+            buffers.append(BufferUse(r, p, v, self.lsrc[ch // self.V], m))
+        if deadlock is not None:
+            post, msg = "not reached", "the program did not complete"
+            if self.symbolic_error:
+                post, msg = "fails", self.symbolic_error
+        elif self.memory is None:
+            post, msg = "fails", self.symbolic_error
+        else:
+            try:
+                self.memory.check_postcondition()
+                post, msg = "holds", ""
+            except VerifyError as e:
+                post, msg = "fails", e.message
+        params = {
+            k: h[k]
+            for k in (
+                "packet_bytes",
+                "buffer_depth_packets",
+                "router_pipeline_cycles",
+                "num_vcs",
+                "link_width_bytes_per_cycle",
+                "clock_ghz",
+            )
+        }
+        coll = h["collective"]
+        res = ReplayResult(
+            target=h["target"],
+            folder=self.folder,
+            topology=h["topology"],
+            algorithm=h["algorithm"],
+            collective=str(coll.get("kind", "")),
+            completion=h["completion"],
+            clock_ghz=self.clock,
+            cycles=cycles,
+            commands=self.n_cmds,
+            commands_done=done,
+            messages=self.n_flows,
+            packets=packets,
+            packet_hops=packet_hops,
+            links=links,
+            buffers=buffers,
+            postcondition=post,
+            postcondition_message=msg,
+            deadlock=deadlock,
+            parameters=params,
+        )
+        if link_spans is not None:
+            res.timeline = {
+                "links": link_spans,
+                "start": self.start,
+                "finish": self.finish,
+                "op": self.op,
+                "npu": self.cmd_npu,
+                "id": self.cmd_id,
+                "flow": self.flow_of,
+            }
+        return res
