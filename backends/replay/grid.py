@@ -84,8 +84,13 @@ def _ceil_div(b: int, w: float) -> int:
 class GridReplay:
     """One replay of a mesh/torus hardware program (see the module's docstring)."""
 
-    def __init__(self, hw: HwProgram, folder: str, options: ReplayOptions) -> None:
+    def __init__(
+        self, hw: HwProgram, folder: str, options: ReplayOptions, *, trains: bool = True
+    ) -> None:
+        """``trains=False`` arbitrates every packet through the event queue, also on links
+        that serve one message at a time (the tests compare both)."""
         h = hw.header
+        self.trains = trains
         self.hw = hw
         self.folder = folder
         self.options = options
@@ -269,11 +274,19 @@ class GridReplay:
         arb_at = [-1] * NL
         credits = [depth] * (NL * V)
         pend: list[list[int]] = [[] for _ in range(NL * V)]
-        starved = [False] * (NL * V)
         max_occ = [0] * (NL * V)
         link_spans: list[list[tuple[int, int, int]]] | None = (
             [[] for _ in range(NL)] if keep else None
         )
+
+        # Links that only one-hop flows use (all of them for TACOS on grids): their only
+        # requester is the injection queue, and every credit of their buffers comes back at a
+        # time known when its packet starts, so they are served a message at a time.
+        solo = [self.trains] * NL
+        for ls in f_links:
+            if len(ls) > 1:
+                for x in ls:
+                    solo[x] = False
 
         done = 0
         packets = 0
@@ -335,8 +348,12 @@ class GridReplay:
                     push(heap, ((t + R) << _TSHIFT) | (_READY << _ABITS) | o)
             ready_sends.clear()
 
-        inject(0)
-        while heap:
+        while True:
+            # Sends released at this cycle queue once every event of the cycle is handled.
+            if ready_sends and (not heap or (heap[0] >> _TSHIFT) > now):
+                inject(now)
+            if not heap:
+                break
             key = pop(heap)
             now = key >> _TSHIFT
             kind = (key >> _ABITS) & 3
@@ -348,6 +365,72 @@ class GridReplay:
                     continue
                 cands = waiting[o]
                 if not cands:
+                    continue
+                if solo[o]:
+                    # Only injection queue o ever requests this link, and its head flow ends
+                    # at the far router: serve all its packets now, each when the link and a
+                    # credit are free, which is what arbitrating packet by packet would do.
+                    q = injq[o]
+                    f = q[0]
+                    k = inj_k[o]
+                    ch = o * V + f_vcs[f][0]
+                    pc = pend[ch]
+                    cr = credits[ch]
+                    npk = f_npk[f]
+                    lo = lat[o]
+                    sf = ser_full[o]
+                    mo = max_occ[ch]
+                    t = now
+                    g_last = now
+                    busy = 0
+                    t_del = 0
+                    sp = link_spans[o] if link_spans is not None else None
+                    while k < npk:
+                        while pc and pc[0] <= t:
+                            pop(pc)
+                            cr += 1
+                        if cr == 0:
+                            t = pop(pc)
+                            cr = 1
+                        cr -= 1
+                        if depth - cr > mo:
+                            mo = depth - cr
+                        sz = sf if k < npk - 1 else _ceil_div(f_last[f], width[o])
+                        end = t + sz
+                        busy += sz
+                        t_del = end + lo + R
+                        push(pc, t_del + lo)
+                        if sp is not None:
+                            if sp and sp[-1][2] == f and sp[-1][1] == t:
+                                sp[-1] = (sp[-1][0], end, f)
+                            else:
+                                sp.append((t, end, f))
+                        g_last = t
+                        t = end
+                        k += 1
+                    n_p = npk - inj_k[o]
+                    credits[ch] = cr
+                    max_occ[ch] = mo
+                    busy_until[o] = t
+                    busy_total[o] += busy
+                    link_packets[o] += n_p
+                    packet_hops += n_p
+                    packets += n_p
+                    last_rr[o] = 0
+                    q.popleft()
+                    inj_k[o] = 0
+                    push(heap, (t_del << _TSHIFT) | (_DELIVER << _ABITS) | f)
+                    if not on_arrival:
+                        push(heap, (t << _TSHIFT) | (_DEPART << _ABITS) | f)
+                    arb_at[o] = t
+                    push(heap, (t << _TSHIFT) | (_ARB << _ABITS) | o)
+                    if q:
+                        t_r = issue_t[q[0]] + R
+                        if t_r > g_last:
+                            cands.remove(o)
+                            push(heap, (t_r << _TSHIFT) | (_READY << _ABITS) | o)
+                    else:
+                        cands.remove(o)
                     continue
                 best = -1
                 best_key = M
@@ -367,11 +450,10 @@ class GridReplay:
                             pop(pc)
                             credits[ch] += 1
                         if credits[ch] == 0:
-                            if pc:
-                                if wake < 0 or pc[0] < wake:
-                                    wake = pc[0]
-                            else:
-                                starved[ch] = True
+                            # Wait for the earliest known credit; one not known yet wakes
+                            # the port when its packet leaves the buffer downstream.
+                            if pc and (wake < 0 or pc[0] < wake):
+                                wake = pc[0]
                             continue
                     rk = (rr - last_rr[o] - 1) % M
                     if rk < best_key:
@@ -443,8 +525,7 @@ class GridReplay:
                     t_ret = end + lat[lu]
                     cu = inp - NL
                     push(pend[cu], t_ret)
-                    if starved[cu]:
-                        starved[cu] = False
+                    if waiting[lu]:  # the port may be waiting for this credit
                         arb(lu, t_ret)
                     if bq:
                         r2, f2, _k2, h2 = bq[0]
@@ -459,10 +540,7 @@ class GridReplay:
                 head = now + lat[o]
                 if hop == len(route) - 1:
                     t_del = head + s + R
-                    push(pend[ch], t_del + lat[o])
-                    if starved[ch]:
-                        starved[ch] = False
-                        arb(o, t_del + lat[o])
+                    push(pend[ch], t_del + lat[o])  # seen by this port's next arbitration
                     packets += 1
                     if k == npk - 1:
                         push(heap, (t_del << _TSHIFT) | (_DELIVER << _ABITS) | f)
@@ -498,8 +576,6 @@ class GridReplay:
                     complete(f_send[f], now)
             else:  # _DEPART
                 complete(f_send[a], now)
-            if ready_sends and (not heap or (heap[0] >> _TSHIFT) > now):
-                inject(now)
 
         cycles = max(finish) if finish else 0
         self.start, self.finish = start, finish
