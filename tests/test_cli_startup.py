@@ -15,6 +15,7 @@ HEAVY = ("numpy", "networkx", "lark", "google.protobuf", "ortools", "matplotlib"
 NOT_FOR_COMPILE = (
     "networkx",
     "yaml",
+    "google.protobuf",
     "ortools",
     "matplotlib",
     "optuna",
@@ -23,6 +24,7 @@ NOT_FOR_COMPILE = (
     "tacos.synthesis",
     "baselines",
     "backends.astrasim",
+    "chakra_ir.et.reader",
     "backends.sim.models",
     "backends.sim.analytical",
     "backends.sim.astra_aware",
@@ -32,9 +34,9 @@ NOT_FOR_COMPILE = (
     "backends.sim.concurrent",
 )
 """What `collc compile` of a small program has no use for: networkx (`tacos.bounds` takes the
-exact min-cut of small topologies with `tacos.maxflow`), YAML (no topology file), TACOS's
-synthesis, the baselines, ASTRA-sim's exporter and every simulation model (it needs only
-`backends.sim.gates`)."""
+exact min-cut of small topologies with `tacos.maxflow`), YAML (no topology file), protobuf and
+the ET reader (the ET writer writes by hand), TACOS's synthesis, the baselines, ASTRA-sim's
+exporter and every simulation model (it needs only `backends.sim.gates`)."""
 
 
 def _loaded_after(statement: str, modules: tuple[str, ...] = HEAVY) -> list[str]:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,11 +24,13 @@ from chakra_ir.et.errors import EtDecodeError
 from chakra_ir.et.fastwrite import serialize_nodes
 from chakra_ir.et.framing import RankFileWriter
 from chakra_ir.et.layout import ProgramLayout
-from chakra_ir.et.reader import iter_et_sources
-from chakra_ir.et.trace import AttrColumn, EtTrace
 from chakra_ir.et.wire import I64, expand_ranges
 from chakra_ir.program import COLUMNS, OpKind, Program
 from topologies.errors import CollcError
+
+# Start-up (issue 12): the reader (and protobuf behind it) only for decoding.
+if TYPE_CHECKING:
+    from chakra_ir.et.trace import AttrColumn, EtTrace
 
 BATCH_OPS = 1 << 16
 """Operations serialized per batch: small enough for the batch's temporaries to stay in
@@ -111,6 +113,8 @@ def decode_program(sources: Sequence[bytes | str | os.PathLike[str]]) -> Program
     collc's attributes (an ET of another tool: its semantics cannot be checked; load it with
     `chakra_ir.et.read_et_folder` for timing instead), or is inconsistent with the others.
     """
+    from chakra_ir.et.reader import iter_et_sources
+
     return program_from_traces(iter_et_sources(sources))
 
 
@@ -132,6 +136,8 @@ def decode_rank_files(paths: Sequence[str | os.PathLike[str]]) -> DecodedSet:
     Like `decode_program`, and besides: each file must hold the rank its position (its name)
     gives it, so files swapped or copied over each other on disk are refused, naming the file.
     """
+    from chakra_ir.et.reader import iter_et_sources
+
     return _decode(iter_et_sources(paths), positional=True)
 
 

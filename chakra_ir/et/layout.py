@@ -58,17 +58,17 @@ collective without the per-rank conditions, which ``collc_custom_input`` and
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 
 from chakra_ir.collective import Collective, CollectiveKind, Contents, collective_to_dict
-from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et import schema as s
 from chakra_ir.et.errors import EtEncodeError
 from chakra_ir.et.framing import frame
 from chakra_ir.et.table import AttrSpec, NodeTable
-from chakra_ir.et.wire import BOOL, I64
+from chakra_ir.et.wire import BOOL, I64, WT_LEN, WT_VARINT, key, varint
 from chakra_ir.program import OpKind, Program
 
 ET_FORMAT = 1
@@ -171,36 +171,76 @@ def _row_json(row: tuple[Contents | None, ...]) -> str:
     )
 
 
+MetaValue = int | str | list[int]
+
+
+def metadata_attrs(
+    p: Program, rank: int, chunk_bytes: int, reduce_micros: int, coll_json: str | None = None
+) -> list[tuple[str, int, MetaValue]]:
+    """The attributes of ``rank``'s GlobalMetadata: ``(name, AttributeProto member, value)``
+    (``coll_json``: `collective_json`, computed when not given)."""
+    c = p.collective
+    attrs: list[tuple[str, int, MetaValue]] = [
+        ("collc_et_format", s.INT32_VAL, ET_FORMAT),
+        ("collc_rank", s.INT32_VAL, rank),
+        ("collc_num_ranks", s.INT32_VAL, p.num_ranks),
+        ("collc_program", s.STRING_VAL, p.name),
+        (
+            "collc_collective",
+            s.STRING_VAL,
+            coll_json if coll_json is not None else collective_json(c),
+        ),
+    ]
+    if c.kind is CollectiveKind.CUSTOM:
+        attrs.append(("collc_custom_input", s.STRING_VAL, _row_json(c.custom_input[rank])))
+        attrs.append(("collc_custom_output", s.STRING_VAL, _row_json(c.custom_output[rank])))
+    attrs.append(("collc_buffer_sizes", s.INT64_LIST, [int(x) for x in p.buffer_sizes[rank]]))
+    attrs.append(("collc_chunk_bytes", s.INT64_VAL, chunk_bytes))
+    attrs.append(("collc_reduce_micros", s.INT64_VAL, reduce_micros))
+    return attrs
+
+
 def metadata_message(
     p: Program, rank: int, chunk_bytes: int, reduce_micros: int, coll_json: str | None = None
 ) -> bytes:
-    """The framed GlobalMetadata of ``rank``'s file (``coll_json``: `collective_json`,
-    computed when not given)."""
-    meta = pb.GlobalMetadata(version=s.VERSION)
-
-    def attr(name: str, member: str, value: object) -> None:
-        a = meta.attr.add()
-        a.name = name
-        if member.endswith("_list"):
-            getattr(a, member).values.extend(value)
+    """The framed GlobalMetadata of ``rank``'s file (`metadata_attrs`), byte for byte what the
+    generated bindings write (`chakra_ir.et.pbwrite.metadata_message_pb`, which tests compare),
+    with their errors for a value out of range; written by hand so that writing a program
+    loads no protobuf (start-up time)."""
+    parts = [_len_field(s.META_VERSION, s.VERSION.encode())]
+    for name, member, value in metadata_attrs(p, rank, chunk_bytes, reduce_micros, coll_json):
+        body = _len_field(s.ATTR_NAME, name.encode())
+        if member == s.STRING_VAL:
+            assert isinstance(value, str)
+            body += key(member, WT_LEN) + _length_prefixed(value.encode())
+        elif member == s.INT64_LIST:
+            assert isinstance(value, list)
+            packed = b"".join(varint(_in_range(v, _INT64_MAX)) for v in value)
+            body += key(member, WT_LEN) + _length_prefixed(_len_field(1, packed))
         else:
-            setattr(a, member, value)
+            assert not isinstance(value, str | list)
+            top = _INT32_MAX if member == s.INT32_VAL else _INT64_MAX
+            body += key(member, WT_VARINT) + varint(_in_range(value, top))
+        parts.append(key(s.META_ATTR, WT_LEN) + _length_prefixed(body))
+    return frame(b"".join(parts))
 
-    c = p.collective
-    attr("collc_et_format", "int32_val", ET_FORMAT)
-    attr("collc_rank", "int32_val", rank)
-    attr("collc_num_ranks", "int32_val", p.num_ranks)
-    attr("collc_program", "string_val", p.name)
-    attr(
-        "collc_collective", "string_val", coll_json if coll_json is not None else collective_json(c)
-    )
-    if c.kind is CollectiveKind.CUSTOM:
-        attr("collc_custom_input", "string_val", _row_json(c.custom_input[rank]))
-        attr("collc_custom_output", "string_val", _row_json(c.custom_output[rank]))
-    attr("collc_buffer_sizes", "int64_list", [int(x) for x in p.buffer_sizes[rank]])
-    attr("collc_chunk_bytes", "int64_val", chunk_bytes)
-    attr("collc_reduce_micros", "int64_val", reduce_micros)
-    return frame(meta.SerializeToString())
+
+def _length_prefixed(data: bytes) -> bytes:
+    return varint(len(data)) + data
+
+
+def _len_field(field: int, data: bytes) -> bytes:
+    """A bytes or string field, or a packed repeated one; omitted when empty, as proto3 does
+    outside a oneof."""
+    return key(field, WT_LEN) + _length_prefixed(data) if data else b""
+
+
+def _in_range(value: int, top: int) -> int:
+    """``value`` as a Python int, or protobuf's error when an int32/int64 cannot hold it."""
+    v = operator.index(value)
+    if not -top - 1 <= v <= top:
+        raise ValueError(f"Value out of range: {v}")
+    return v
 
 
 def check_encodable(p: Program, chunk_bytes: int, reduce_micros: int) -> None:

@@ -8,9 +8,12 @@ are.
 from __future__ import annotations
 
 from chakra_ir.et import et_def_pb2 as pb
+from chakra_ir.et import schema as s
 from chakra_ir.et.framing import frame
+from chakra_ir.et.layout import metadata_attrs
 from chakra_ir.et.schema import MEMBERS, VARINT_LISTS
 from chakra_ir.et.table import NodeTable
+from chakra_ir.program import Program
 
 
 def serialize_nodes_pb(table: NodeTable) -> list[bytes]:
@@ -52,3 +55,18 @@ def _scalar(member: int, value: int) -> int | bool:
     if MEMBERS[member] == "bool_val":
         return bool(value)
     return value
+
+
+def metadata_message_pb(
+    p: Program, rank: int, chunk_bytes: int, reduce_micros: int, coll_json: str | None = None
+) -> bytes:
+    """`chakra_ir.et.layout.metadata_message` through the generated bindings."""
+    meta = pb.GlobalMetadata(version=s.VERSION)
+    for name, member, value in metadata_attrs(p, rank, chunk_bytes, reduce_micros, coll_json):
+        a = meta.attr.add()
+        a.name = name
+        if member in VARINT_LISTS:
+            getattr(a, MEMBERS[member]).values.extend(value)
+        else:
+            setattr(a, MEMBERS[member], value)
+    return frame(meta.SerializeToString())

@@ -3,6 +3,7 @@ members, comm_tag matching, and refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections import Counter, defaultdict
@@ -41,7 +42,7 @@ from chakra_ir.et import (
     write_et_files,
 )
 from chakra_ir.et import et_def_pb2 as pb
-from chakra_ir.et.pbwrite import serialize_nodes_pb
+from chakra_ir.et.pbwrite import metadata_message_pb, serialize_nodes_pb
 from chakra_ir.et.wire import key, varint
 from chakra_ir.program import OpKind
 
@@ -373,12 +374,35 @@ def reference_encode(p: Program, chunk_bytes: int, reduce_micros: int) -> list[b
     lay = layout.ProgramLayout.of(p, chunk_bytes, reduce_micros)
     out = []
     for r in range(p.num_ranks):
-        meta = layout.metadata_message(p, r, chunk_bytes, reduce_micros)
+        meta = metadata_message_pb(p, r, chunk_bytes, reduce_micros)
         g0, g1 = int(p.rank_offsets[r]), int(p.rank_offsets[r + 1])
         table = layout.node_table(lay, g0, g1)[0] if g1 > g0 else layout.idle_table(lay, r)
         (nodes,) = serialize_nodes_pb(table)
         out.append(meta + nodes)
     return out
+
+
+def test_metadata_is_what_the_generated_bindings_write_and_refuse() -> None:
+    # Written by hand (no protobuf at start-up): the same bytes, and the same errors.
+    p = ring_allreduce(3)
+    for program in (p, dataclasses.replace(p, name=""), dataclasses.replace(p, name="é✓")):
+        for args in ((0, 1, 0), (2, 1 << 40, (1 << 63) - 1), (1, 8, 0)):
+            assert layout.metadata_message(program, *args) == metadata_message_pb(program, *args)
+    for args, error in (
+        ((0, 1 << 63, 0), ValueError),
+        ((0, 8, -(1 << 63) - 1), ValueError),
+        ((0, 8.0, 0), TypeError),
+    ):
+        with pytest.raises(error) as ours:
+            layout.metadata_message(p, *args)  # type: ignore[arg-type]
+        with pytest.raises(error) as theirs:
+            metadata_message_pb(p, *args)  # type: ignore[arg-type]
+        assert str(ours.value) == str(theirs.value)
+    bad = dataclasses.replace(p, name="\ud800")
+    with pytest.raises(UnicodeEncodeError):
+        layout.metadata_message(bad, 0, 8, 0)
+    with pytest.raises(UnicodeEncodeError):
+        metadata_message_pb(bad, 0, 8, 0)
 
 
 @settings(max_examples=60, deadline=None)
