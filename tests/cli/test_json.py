@@ -56,6 +56,7 @@ def test_every_command_with_a_json_flag_is_covered() -> None:
         "compile",
         "import",
         "export",
+        "replay",
         "demo",
     }
     # A new command with --json needs a test here.
@@ -137,6 +138,14 @@ def test_export_json(folder: Path, tmp_path: Path) -> None:
     d = run_json("export", str(folder), "--target", "astra-sim", "-o", str(tmp_path / "astra"))
     assert d["target"] == "astra-sim"
     assert all(Path(f).exists() for f in d["files"])
+
+
+def test_replay_json(folder: Path, tmp_path: Path) -> None:
+    hw = tmp_path / "hw"
+    run_json("export", str(folder), "--target", "mesh", "-o", str(hw))
+    d = run_json("replay", str(hw))
+    assert d["target"] == "mesh" and d["postcondition"] == "holds" and d["completed"]
+    assert d["messages"] == len(json.loads((hw / "hwprog.json").read_text())["npus"]) * 3
 
 
 def test_compile_json(tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""`collc simulate` (the alpha-beta cost model) against `collc replay` (packets), issue 13.
+
+Run by hand from the repository: ``PYTHONPATH=. python3 benchmarks/bench_replay.py [--big
+[HWDIR]]``.
+
+The table: for TACOS, ring, direct and rhd all-reduces of 1 MiB on ``mesh:8x8``,
+``torus:8x8`` and ``torus:4x4x4``, the cost model's time, the replay's time with the default
+buffers (4 packets per VC) and with buffers deep enough for credits never to stall a stream
+(``1 + ceil((2L + R) / s)`` packets, docs/hardware.md), and their ratios.
+
+``--big`` also times the 512-NPU TACOS all-reduce on ``torus:8x8x8`` (3 chunks per NPU,
+64 MiB): synthesis (about a minute or more), export, then the replay alone with its peak
+RSS. Given HWDIR holding that exported program, it replays HWDIR directly. Target: replay
+under 5 minutes and 8 GiB.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from backends.hwprog import HwOptions, export
+from backends.replay import replay
+from backends.sim import simulate
+from chakra_ir.collective import CollectiveKind
+from collc import pipeline
+from topologies import parse_topology
+from topologies.cost_model import Completion, CostModel
+
+TOPOLOGIES = ("mesh:8x8", "torus:8x8", "torus:4x4x4")
+ALGORITHMS = ("tacos", "ring", "direct", "rhd")
+SIZE = 1 << 20
+
+
+def deep_buffers(latency_cycles: int, width: float, packet: int, router: int) -> int:
+    s = math.ceil(packet / width)
+    return 1 + math.ceil((2 * latency_cycles + router) / s)
+
+
+def table() -> None:
+    tmp = Path(tempfile.mkdtemp())
+    deep = deep_buffers(500, 50.0, 4096, 1)  # the default links: 50 GB/s, 500 ns, 1 GHz
+    print(f"all-reduce of {SIZE >> 20} MiB; deep buffers = {deep} packets per VC")
+    print(
+        f"{'topology':<12} {'algorithm':<8} {'messages':>8} {'packets':>8} {'simulate us':>12} "
+        f"{'replay(4) us':>13} {'ratio':>6} {'replay(deep) us':>16} {'ratio':>6} {'wall s':>7}"
+    )
+    for spec in TOPOLOGIES:
+        topo = parse_topology(spec)
+        target = "mesh" if spec.startswith("mesh") else "torus"
+        for algo in ALGORITHMS:
+            req = pipeline.Request(spec, CollectiveKind.ALLREDUCE, algo, SIZE)
+            res = pipeline.synthesize(req)
+            cost = CostModel(completion=Completion(res.manifest.completion))
+            sim = simulate(res.program, topo, res.manifest.chunk_bytes, cost=cost)
+            times = []
+            wall = 0.0
+            packets = 0
+            for depth in (4, deep):
+                out = tmp / f"{spec}-{algo}-{depth}".replace(":", "_")
+                export(res.program, topo, res.manifest, out, target, HwOptions(buffer_depth=depth))
+                t0 = time.perf_counter()
+                rep = replay(out)
+                wall += time.perf_counter() - t0
+                assert rep.postcondition == "holds", rep.postcondition_message
+                times.append(rep.time_ns)
+                packets = rep.packets
+            print(
+                f"{spec:<12} {algo:<8} {rep.messages:>8,} {packets:>8,} {sim.finish_ns / 1e3:>12.2f} "
+                f"{times[0] / 1e3:>13.2f} {times[0] / sim.finish_ns:>6.2f} "
+                f"{times[1] / 1e3:>16.2f} {times[1] / sim.finish_ns:>6.2f} {wall:>7.1f}"
+            )
+
+
+def big(hwdir: Path | None) -> None:
+    spec = "torus:8x8x8"
+    if hwdir is None:
+        t0 = time.perf_counter()
+        req = pipeline.Request(
+            spec, CollectiveKind.ALLREDUCE, "tacos", 64 << 20, chunks_per_npu=3, seed=1,
+            max_work=100_000_000,
+        )  # fmt: skip
+        res = pipeline.synthesize(req)
+        print(f"synthesize {time.perf_counter() - t0:8.1f} s  {res.program.num_ops:,} operations")
+        hwdir = Path(tempfile.mkdtemp()) / "hw"
+        t0 = time.perf_counter()
+        export(res.program, parse_topology(spec), res.manifest, hwdir, "torus")
+        print(f"export     {time.perf_counter() - t0:8.1f} s  into {hwdir}")
+        del res
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    rep = replay(hwdir)
+    seconds = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        f"replay     {seconds:8.1f} s  peak RSS {rss0 / 2**10:,.0f} -> {rss1 / 2**10:,.0f} MiB; "
+        f"{rep.messages:,} messages, {rep.packets:,} packets, {rep.packet_hops:,} packet-hops; "
+        f"{rep.cycles:,} cycles ({rep.time_ns / 1e3:,.1f} us), postcondition {rep.postcondition}"
+    )
+
+
+def main() -> None:
+    if "--big" in sys.argv:
+        rest = [a for a in sys.argv[1:] if a != "--big"]
+        big(Path(rest[0]) if rest else None)
+    else:
+        table()
+
+
+if __name__ == "__main__":
+    main()
