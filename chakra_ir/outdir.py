@@ -26,6 +26,7 @@ from typing import Any
 
 from chakra_ir.collective import Collective, collective_from_dict, collective_to_dict
 from chakra_ir.program import Program
+from chakra_ir.version import VERSION
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
 from topologies.topology import Topology
@@ -39,12 +40,8 @@ class OutputError(CollcError):
 
 
 def collc_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("collc")
-    except PackageNotFoundError:  # running from a source tree
-        return "0+unknown"
+    """The collc that writes a file (`chakra_ir.version.VERSION`)."""
+    return VERSION
 
 
 @dataclass(frozen=True)

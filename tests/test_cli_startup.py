@@ -94,3 +94,11 @@ def test_static_registries_match_the_real_ones() -> None:
     assert {k: m.description for k, m in MODELS.items()} == registry.SIM_MODELS
     assert tuple(EXPORTERS) == registry.EXPORT_TARGETS
     assert registry.MANIFEST == MANIFEST
+
+
+def test_the_version_written_into_files_is_the_installed_packages() -> None:
+    from importlib.metadata import version
+
+    from chakra_ir.outdir import collc_version
+
+    assert collc_version() == version("collc")
