@@ -902,7 +902,10 @@ def import_cmd(
 )
 @click.option("--packet-size", default=None, callback=_size, help="mesh/torus: packet size (4KiB).")
 @click.option(
-    "--buffer-depth", type=int, default=None, help="mesh/torus: packets per VC buffer (4)."
+    "--buffer-depth",
+    type=int,
+    default=None,
+    help="mesh/torus: packets per VC buffer (default: what a credit round trip needs).",
 )
 @click.option(
     "--link-width", type=float, default=None, help="mesh/torus: bytes/cycle (bandwidth/clock)."

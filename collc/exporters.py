@@ -80,7 +80,7 @@ def _hwprog(target: str) -> Exporter:
         options = HwOptions(
             vcs=o.vcs,
             packet_bytes=d.packet_bytes if o.packet_bytes is None else o.packet_bytes,
-            buffer_depth=d.buffer_depth if o.buffer_depth is None else o.buffer_depth,
+            buffer_depth=o.buffer_depth,
             link_width=o.link_width,
             clock_ghz=d.clock_ghz if o.clock_ghz is None else o.clock_ghz,
             router_cycles=d.router_cycles if o.router_cycles is None else o.router_cycles,

@@ -63,11 +63,13 @@ class HwOptions:
     """The header's hardware parameters. ``vcs=None`` takes the fewest the VC scheme needs
     (1 on a mesh, 2 on a torus, more classes when source routes turn back; at most
     `MAX_VCS`); ``link_width=None`` gives every link its bandwidth / clock; ``force`` writes a
-    program whose channel-dependency graph has a cycle (recorded in the header)."""
+    program whose channel-dependency graph has a cycle (recorded in the header);
+    ``buffer_depth=None`` gives every VC buffer the packets a credit round trip needs on the
+    slowest link (`credit_depth`), so streams run at full rate."""
 
     vcs: int | None = None
     packet_bytes: int = 4096
-    buffer_depth: int = 4
+    buffer_depth: int | None = None
     link_width: float | None = None
     clock_ghz: float = 1.0
     router_cycles: int = 1
@@ -78,7 +80,7 @@ class HwOptions:
             raise HwProgError(f"--vcs {self.vcs}: between 1 and {MAX_VCS}")
         if not 1 <= self.packet_bytes <= 1 << 30:
             raise HwProgError(f"--packet-size {self.packet_bytes}: between 1 B and 1 GiB")
-        if not 1 <= self.buffer_depth <= 1 << 20:
+        if self.buffer_depth is not None and not 1 <= self.buffer_depth <= 1 << 20:
             raise HwProgError(f"--buffer-depth {self.buffer_depth}: at least 1 packet")
         if self.link_width is not None and not (
             math.isfinite(self.link_width) and 0 < self.link_width <= 1e9
@@ -88,6 +90,17 @@ class HwOptions:
             raise HwProgError(f"--clock {self.clock_ghz}: a positive number of GHz")
         if not 0 <= self.router_cycles <= 1 << 20:
             raise HwProgError(f"--router-cycles {self.router_cycles}: 0 or more")
+
+
+def credit_depth(
+    latency_cycles: int, width_bytes_per_cycle: float, packet_bytes: int, router_cycles: int
+) -> int:
+    """The packets a VC buffer must hold for a stream of full packets to run at the link's
+    rate: a slot is taken from a packet's start upstream until its credit returns, ``2L + R``
+    cycles of ``s = ceil(packet / width)`` each (docs/hardware.md, Credits):
+    ``1 + ceil((2L + R) / s)``."""
+    s = max(1, math.ceil(packet_bytes / width_bytes_per_cycle))
+    return 1 + math.ceil((2 * latency_cycles + router_cycles) / s)
 
 
 @dataclass
@@ -300,6 +313,20 @@ def plan(
             }
         )
     widest = max((float(x["width_bytes_per_cycle"]) for x in links), default=1.0)
+    depth = o.buffer_depth
+    if depth is None:
+        depth = max(
+            (
+                credit_depth(
+                    int(x["latency_cycles"]),
+                    float(x["width_bytes_per_cycle"]),
+                    o.packet_bytes,
+                    o.router_cycles,
+                )
+                for x in links
+            ),
+            default=1,
+        )
     pc = per_class(grid, num_vcs)
     header: dict[str, Any] = {
         **FORMAT.header(),
@@ -322,7 +349,7 @@ def plan(
         "link_width_bytes_per_cycle": o.link_width if o.link_width is not None else widest,
         "clock_ghz": clock,
         "packet_bytes": o.packet_bytes,
-        "buffer_depth_packets": o.buffer_depth,
+        "buffer_depth_packets": depth,
         "router_pipeline_cycles": o.router_cycles,
         "num_vcs": num_vcs,
         "routing": "dimension-order",

@@ -140,3 +140,17 @@ def test_options_reach_the_header() -> None:
     assert d["link_width_bytes_per_cycle"] == 50.0  # 50 GB/s at 1 GHz
     with pytest.raises(HwProgError, match="--vcs 0"):
         build_hwprog(program, topology, manifest, "mesh", HwOptions(vcs=0))
+
+
+def test_default_buffer_depth_covers_the_credit_round_trip() -> None:
+    # 50 GB/s at 1 GHz is 50 B/cycle: a 4 KiB packet takes ceil(4096 / 50) = 82 cycles; a
+    # credit comes back after 2 x 500 + 1 = 1001 cycles, so 1 + ceil(1001 / 82) = 14 packets.
+    from backends.hwprog.export import credit_depth
+
+    assert credit_depth(500, 50.0, 4096, 1) == 14
+    assert credit_depth(0, 50.0, 4096, 0) == 1
+    program, topology, manifest = made("torus:4x4,bw=50GB/s,lat=500ns", "allreduce", "ring")
+    hw = build_hwprog(program, topology, manifest, "torus", HwOptions())
+    assert hw.header["buffer_depth_packets"] == 14
+    given = build_hwprog(program, topology, manifest, "torus", HwOptions(buffer_depth=3))
+    assert given.header["buffer_depth_packets"] == 3
