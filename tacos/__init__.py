@@ -7,8 +7,7 @@ time-expanded network, timed by the shared cost model.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
@@ -16,6 +15,7 @@ from chakra_ir.program import Program
 from tacos.errors import TacosError
 from tacos.kinds import SUPPORTED
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.lazy import lazy_exports
 from topologies.topology import Topology
 
 # Start-up (issue 12): the synthesizer is imported on first use, so `tacos.bounds` (which
@@ -28,16 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Synthesis", "Tacos", "TacosError", "chunks_for", "synthesize"]
 
-_LAZY = ("Synthesis", "chunks_for", "synthesize")
+_LAZY = {name: "tacos.synthesis" for name in ("Synthesis", "chunks_for", "synthesize")}
 """The names of `tacos.synthesis` this package offers, imported on first use."""
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("tacos.synthesis"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 
 class Tacos:

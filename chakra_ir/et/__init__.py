@@ -10,8 +10,9 @@
   ``collc.chakra_et``); regenerate with ``python -m chakra_ir.et.regenerate``.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from topologies.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from chakra_ir.et.codec import DecodedSet as DecodedSet
@@ -84,10 +85,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
