@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from backends.sim.results import SimResult
-from backends.sim.timeline import atomic_write_text, link_events
+from backends.sim.timeline import atomic_write_text, link_events, meta_event
 from workloads.engine import WorkloadRun
 from workloads.model import NodeKind, Workload
 
@@ -119,10 +119,10 @@ def trace_events(
         events.extend(link_events(sim.timeline))
     for npu, nodes in enumerate(w.ranks):
         pid = NPU_PID_BASE + npu
-        events.append(_meta("process_name", pid, None, {"name": f"NPU {npu}"}))
-        events.append(_meta("process_sort_index", pid, None, {"sort_index": 1 + npu}))
+        events.append(meta_event("process_name", pid, None, {"name": f"NPU {npu}"}))
+        events.append(meta_event("process_sort_index", pid, None, {"sort_index": 1 + npu}))
         for tid, name in _THREAD_NAMES.items():
-            events.append(_meta("thread_name", pid, tid, {"name": name}))
+            events.append(meta_event("thread_name", pid, tid, {"name": name}))
         for i, nd in enumerate(nodes):
             st, en = run.starts[npu][i], run.ends[npu][i]
             if math.isnan(st) or math.isnan(en):
@@ -149,13 +149,6 @@ def trace_events(
                 }
             )
     return events
-
-
-def _meta(name: str, pid: int, tid: int | None, value: Any) -> dict[str, Any]:
-    e: dict[str, Any] = {"ph": "M", "name": name, "pid": pid, "args": value}
-    if tid is not None:
-        e["tid"] = tid
-    return e
 
 
 def write_timeline(

@@ -18,18 +18,11 @@ from typing import Any
 
 from backends.replay.errors import ReplayError
 from backends.replay.framework import ReplayResult
-from backends.sim.timeline import atomic_write_text
+from backends.sim.timeline import atomic_write_text, meta_event
 
 LINKS_PID = 1
 NPU_PID_BASE = 100
 _OP_NAMES = ("send", "recv", "copy", "reduce")
-
-
-def _meta(name: str, pid: int, tid: int | None, value: Any) -> dict[str, Any]:
-    e: dict[str, Any] = {"ph": "M", "name": name, "pid": pid, "args": value}
-    if tid is not None:
-        e["tid"] = tid
-    return e
 
 
 def trace_events(result: ReplayResult) -> list[dict[str, Any]]:
@@ -39,15 +32,15 @@ def trace_events(result: ReplayResult) -> list[dict[str, Any]]:
         raise ReplayError("this replay kept no timeline: replay with timeline=True to write one")
     us = 1e-3 / result.clock_ghz  # µs per cycle
     ev: list[dict[str, Any]] = [
-        _meta("process_name", LINKS_PID, None, {"name": "links"}),
-        _meta("process_sort_index", LINKS_PID, None, {"sort_index": 0}),
+        meta_event("process_name", LINKS_PID, None, {"name": "links"}),
+        meta_event("process_sort_index", LINKS_PID, None, {"sort_index": 0}),
     ]
     for i, spans in enumerate(tl["links"]):
         if not spans:
             continue
         lk = result.links[i]
         ev.append(
-            _meta(
+            meta_event(
                 "thread_name",
                 LINKS_PID,
                 i,
@@ -82,8 +75,8 @@ def trace_events(result: ReplayResult) -> list[dict[str, Any]]:
         pid = NPU_PID_BASE + n
         if n not in lanes:
             lanes[n] = []
-            ev.append(_meta("process_name", pid, None, {"name": f"NPU {n}"}))
-            ev.append(_meta("process_sort_index", pid, None, {"sort_index": pid}))
+            ev.append(meta_event("process_name", pid, None, {"name": f"NPU {n}"}))
+            ev.append(meta_event("process_sort_index", pid, None, {"sort_index": pid}))
         free = lanes[n]
         lane = heapq.heappop(free)[1] if free and free[0][0] <= start[g] else len(free)
         heapq.heappush(free, (finish[g], lane))

@@ -35,7 +35,9 @@ LINKS_PID = 1
 RANK_PID_BASE = 100
 
 
-def _meta(name: str, pid: int, tid: int | None, value: Any) -> dict[str, Any]:
+def meta_event(name: str, pid: int, tid: int | None, value: Any) -> dict[str, Any]:
+    """A Trace Event Format metadata event (``ph: "M"``): ``process_name``,
+    ``thread_sort_index``... of process ``pid`` (and thread ``tid``), with ``value`` as args."""
     e: dict[str, Any] = {"ph": "M", "name": name, "pid": pid, "args": value}
     if tid is not None:
         e["tid"] = tid
@@ -62,13 +64,13 @@ def link_events(tl: Timeline) -> list[dict[str, Any]]:
     if rec is None or len(rec.link) == 0:
         return []
     out: list[dict[str, Any]] = [
-        _meta("process_name", LINKS_PID, None, {"name": "links"}),
-        _meta("process_sort_index", LINKS_PID, None, {"sort_index": 0}),
+        meta_event("process_name", LINKS_PID, None, {"name": "links"}),
+        meta_event("process_sort_index", LINKS_PID, None, {"sort_index": 0}),
     ]
     for li in np.unique(rec.link).tolist():
         s, d = tl.link_ends[li]
-        out.append(_meta("thread_name", LINKS_PID, li, {"name": f"link {li}: {s}->{d}"}))
-        out.append(_meta("thread_sort_index", LINKS_PID, li, {"sort_index": li}))
+        out.append(meta_event("thread_name", LINKS_PID, li, {"name": f"link {li}: {s}->{d}"}))
+        out.append(meta_event("thread_sort_index", LINKS_PID, li, {"sort_index": li}))
     rank = tl.rank
     for li, st, du, t in zip(
         rec.link.tolist(),
@@ -102,8 +104,8 @@ def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
     finish = tl.finish_ns
     for r in range(R):
         pid = RANK_PID_BASE + r
-        out.append(_meta("process_name", pid, None, {"name": f"rank {r} (NPU {tl.npus[r]})"}))
-        out.append(_meta("process_sort_index", pid, None, {"sort_index": 1 + r}))
+        out.append(meta_event("process_name", pid, None, {"name": f"rank {r} (NPU {tl.npus[r]})"}))
+        out.append(meta_event("process_sort_index", pid, None, {"sort_index": 1 + r}))
         lo, hi = int(bounds[r]), int(bounds[r + 1])
         order = sorted(range(lo, hi), key=lambda t: (issue[t], t))
         lanes: list[tuple[float, int]] = []  # (free from, lane) heap
@@ -115,8 +117,8 @@ def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
             else:
                 lane = used
                 used += 1
-                out.append(_meta("thread_name", pid, lane, {"name": f"lane {lane}"}))
-                out.append(_meta("thread_sort_index", pid, lane, {"sort_index": lane}))
+                out.append(meta_event("thread_name", pid, lane, {"name": f"lane {lane}"}))
+                out.append(meta_event("thread_sort_index", pid, lane, {"sort_index": lane}))
             heapq.heappush(lanes, (en, lane))
             k = int(tl.kind[t])
             name = DETAIL_NAMES[int(tl.detail[t])]
