@@ -261,27 +261,25 @@ def replace_dir(tmp: Path, out: Path) -> None:
         os.rename(tmp, out)
 
 
-def _atomic_replace_dir(tmp: Path, out: Path) -> None:
+@contextlib.contextmanager
+def atomic_folder(
+    out: Path | str,
+    marker: str,
+    what: str,
+    error: type[CollcError] = OutputError,
+) -> Iterator[Path]:
+    """Write a folder all at once: the block fills the temporary folder it is given (beside
+    ``out``), which then replaces ``out``; on any exception (SIGTERM included) it is removed
+    and ``out`` is untouched. ``out`` may be missing, empty or an earlier folder of this kind
+    (it holds the file ``marker``); anything else is refused with ``error`` naming ``what`` the
+    folder should be. Hidden temporaries that dead processes left beside ``out`` are removed
+    first."""
+    out = Path(out)
     if out.exists():
         if not out.is_dir():
-            raise OutputError(f"{out} exists and is not a folder")
-        if any(out.iterdir()) and not (out / MANIFEST).exists():
-            raise OutputError(
-                f"{out} exists, is not empty and is not a collc output folder; not replacing it"
-            )
-    replace_dir(tmp, out)
-
-
-def write_output(
-    out: Path | str, program: Program, manifest: Manifest, **et_options: Any
-) -> list[Path]:
-    """Write ``program`` as ET files plus the manifest into ``out``, atomically.
-
-    Returns the files written (inside ``out``). ``et_options`` go to the ET writer.
-    """
-    from chakra_ir.et import write_et_files
-
-    out = Path(out)
+            raise error(f"{out} exists and is not a folder")
+        if any(out.iterdir()) and not (out / marker).exists():
+            raise error(f"{out} exists, is not empty and is not {what}; not replacing it")
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
@@ -290,17 +288,30 @@ def write_output(
         # mkdtemp makes it private; the result is an ordinary folder
         os.chmod(tmp, umask_mode(0o777))
         try:
-            files = write_et_files(
-                program, tmp, manifest.et_prefix, manifest.chunk_bytes, **et_options
-            )
-            with open(tmp / MANIFEST, "w") as f:
-                json.dump(manifest.to_json(), f, indent=2)
-                f.write("\n")
-            _atomic_replace_dir(tmp, out)
+            yield tmp
+            replace_dir(tmp, out)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return [out / Path(p).name for p in [*files, tmp / MANIFEST]]
+
+
+def write_output(
+    out: Path | str, program: Program, manifest: Manifest, **et_options: Any
+) -> list[Path]:
+    """Write ``program`` as ET files plus the manifest into ``out``, atomically
+    (`atomic_folder`).
+
+    Returns the files written (inside ``out``). ``et_options`` go to the ET writer.
+    """
+    from chakra_ir.et import write_et_files
+
+    out = Path(out)
+    with atomic_folder(out, MANIFEST, "a collc output folder") as tmp:
+        files = write_et_files(program, tmp, manifest.et_prefix, manifest.chunk_bytes, **et_options)
+        with open(tmp / MANIFEST, "w") as f:
+            json.dump(manifest.to_json(), f, indent=2)
+            f.write("\n")
+    return [*(out / Path(p).name for p in files), out / MANIFEST]
 
 
 @contextlib.contextmanager

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
@@ -26,7 +24,7 @@ from chakra_ir.et.errors import EtDecodeError
 from chakra_ir.et.framing import frame, load_et_bytes, split_frames
 from chakra_ir.et.reader import et_rank_files
 from chakra_ir.et.schema import VERSION
-from chakra_ir.outdir import remove_stale_temporaries, replace_dir, terminate_as_exit, umask_mode
+from chakra_ir.outdir import atomic_folder
 from topologies.errors import SourcePos
 from topologies.groups import GroupsError, read_astra_groups
 from workloads.model import NodeKind, WNode, Workload, WorkloadError
@@ -241,33 +239,16 @@ def write_workload(w: Workload, out: str | os.PathLike[str]) -> list[Path]:
     through a temporary folder renamed into place: ``out`` is never half-written. Refuses to
     replace a non-empty folder that is not a collc workload folder. Returns the files."""
     out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise WorkloadError(f"{out} exists and is not a folder")
-        if any(out.iterdir()) and not (out / DESCRIPTION).exists():
-            raise WorkloadError(
-                f"{out} exists, is not empty and is not a collc workload folder; not replacing it"
-            )
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
     names = [f"{PREFIX}.{r}.et" for r in range(w.num_npus)]
-    with terminate_as_exit():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=parent))
-        os.chmod(tmp, umask_mode(0o777))
-        try:
-            for r, nodes in enumerate(w.ranks):
-                (tmp / names[r]).write_bytes(encode_rank(nodes, {"collc_workload": "1"}))
-            files = list(names)
-            if w.groups:
-                (tmp / GROUPS_FILE).write_text(
-                    json.dumps({k: list(v) for k, v in w.groups.items()}, indent=1) + "\n"
-                )
-                files.append(GROUPS_FILE)
-            (tmp / DESCRIPTION).write_text(json.dumps(w.metadata, indent=2) + "\n")
-            files.append(DESCRIPTION)
-            replace_dir(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    files = list(names)
+    with atomic_folder(out, DESCRIPTION, "a collc workload folder", WorkloadError) as tmp:
+        for r, nodes in enumerate(w.ranks):
+            (tmp / names[r]).write_bytes(encode_rank(nodes, {"collc_workload": "1"}))
+        if w.groups:
+            (tmp / GROUPS_FILE).write_text(
+                json.dumps({k: list(v) for k, v in w.groups.items()}, indent=1) + "\n"
+            )
+            files.append(GROUPS_FILE)
+        (tmp / DESCRIPTION).write_text(json.dumps(w.metadata, indent=2) + "\n")
+        files.append(DESCRIPTION)
     return [out / f for f in files]

@@ -13,9 +13,6 @@ import heapq
 import itertools
 import json
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +26,7 @@ from backends.hwprog.format import Format
 from backends.hwprog.grid import Grid, GridLink, grid_of, port_name
 from backends.hwprog.vcs import MAX_VCS, assign, classes_needed, find_cycle, per_class
 from chakra_ir.collective import collective_to_dict
-from chakra_ir.outdir import (
-    Manifest,
-    collc_version,
-    remove_stale_temporaries,
-    replace_dir,
-    terminate_as_exit,
-    umask_mode,
-)
+from chakra_ir.outdir import Manifest, atomic_folder, collc_version
 from chakra_ir.program import OpKind, Program
 from topologies.topology import Topology
 
@@ -520,32 +510,15 @@ def write_documents(
     """Write the folder atomically: a temporary folder beside ``out``, renamed into place.
     An existing ``out`` is replaced only when it is empty or an earlier hardware program."""
     out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise HwProgError(f"{out} exists and is not a folder")
-        if any(out.iterdir()) and not (out / HEADER_FILE).exists():
-            raise HwProgError(
-                f"{out} exists, is not empty and is not a hardware program; not replacing it"
-            )
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
     written: list[Path] = []
-    with terminate_as_exit():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=parent))
-        os.chmod(tmp, umask_mode(0o777))
-        try:
-            (tmp / NPU_DIR).mkdir()
-            for doc in npus:
-                name = f"{NPU_DIR}/{doc['npu']}.json"
-                (tmp / name).write_text(_dump_npu(doc), encoding="utf-8")
-                written.append(out / name)
-            (tmp / ROUTERS_FILE).write_text(_dump(routers), encoding="utf-8")
-            (tmp / HEADER_FILE).write_text(_dump(header), encoding="utf-8")
-            replace_dir(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    with atomic_folder(out, HEADER_FILE, "a hardware program", HwProgError) as tmp:
+        (tmp / NPU_DIR).mkdir()
+        for doc in npus:
+            name = f"{NPU_DIR}/{doc['npu']}.json"
+            (tmp / name).write_text(_dump_npu(doc), encoding="utf-8")
+            written.append(out / name)
+        (tmp / ROUTERS_FILE).write_text(_dump(routers), encoding="utf-8")
+        (tmp / HEADER_FILE).write_text(_dump(header), encoding="utf-8")
     return [out / HEADER_FILE, out / ROUTERS_FILE, *written]
 
 
