@@ -23,9 +23,13 @@ from chakra_ir.program import Program
 from chakra_ir.verify import verify, verify_routes
 from collc.pipeline import (
     ALGORITHMS,
+    MAX_TRANSFERS,
+    MAX_WORK,
     Request,
     bounds_for,
+    check_work,
     cost_model_for,
+    estimate_work,
     generate,
     make_collective,
     parse_placement,
@@ -119,13 +123,17 @@ def run_bench(
     completion: str = DEFAULT_COMPLETION.value,
     say: Callable[[str], None] | None = None,
     astra_native: list[str] | None = None,
+    max_work: int = 0,
+    max_transfers: int = 0,
 ) -> BenchReport:
     """Produce, verify and simulate every applicable algorithm at every size, all under the
     send-completion rule ``completion``. ``astra_native`` adds a row per ASTRA-sim
     implementation name (``halvingDoubling``, ``direct``, ``ring``...): the time ASTRA-sim's
     analytical backend reports for its own native collective, the same on every dimension of
     the topology (a stack of Ring / FullyConnected / Switch dimensions); these rows use that
-    model, not collc's simulator, and never count as the best baseline."""
+    model, not collc's simulator, and never count as the best baseline. A producer whose
+    work `synthesize` would refuse (``max_work``, ``max_transfers``; 0: the defaults) gets a
+    row saying so instead of running."""
     start = time.perf_counter()
     topology = parse_topology(topology_spec)
     npus = parse_placement(placement, topology) if placement else ()
@@ -159,6 +167,8 @@ def run_bench(
             seed=seed,
             completion=completion,
             groups=groups,
+            max_transfers=max_transfers,
+            max_work=max_work,
         )
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
@@ -232,7 +242,14 @@ def _program(
         out = f"does not implement {req.collective.value}"
     else:
         try:
-            out = generate(producer, make_collective(req, producer, topology), topology)
+            collective = make_collective(req, producer, topology)
+            check_work(
+                collective,
+                req.max_transfers or MAX_TRANSFERS,
+                work=estimate_work(collective, topology, tacos=name == "tacos", seeds=req.seeds),
+                max_work=req.max_work or MAX_WORK,
+            )
+            out = generate(producer, collective, topology)
         except CollcError as e:
             out = e.message
         else:

@@ -661,6 +661,19 @@ def simulate(
 @click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
+@click.option(
+    "--max-transfers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Skip a producer whose program has more chunk transfers than this (as synthesize).",
+)
+@click.option(
+    "--max-work",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Skip a producer whose estimated work is more than this (as synthesize; "
+    "default 4,000,000).",
+)
 def bench(
     topology: str,
     collective: CollectiveKind,
@@ -675,6 +688,8 @@ def bench(
     plot: Path | None,
     as_json: bool,
     quiet: bool,
+    max_transfers: int | None,
+    max_work: int | None,
 ) -> None:
     """Every applicable algorithm produced, verified and simulated on one topology."""
     from backends.sim.plots import require_matplotlib
@@ -700,6 +715,8 @@ def bench(
         completion=completion,
         say=say,
         astra_native=[a.strip() for a in astra_native.split(",") if a.strip()],
+        max_work=max_work or 0,
+        max_transfers=max_transfers or 0,
     )
     if say:
         click.echo("\r" + " " * 64 + "\r", err=True, nl=False)

@@ -6,6 +6,7 @@ long anything takes (the rate of a work unit is measured by ``benchmarks/bench_w
 
 from __future__ import annotations
 
+import json
 import random
 import tracemalloc
 from collections import defaultdict
@@ -246,3 +247,20 @@ def test_bounds_on_a_large_fully_connected_network_take_memory_linear_in_its_siz
         tracemalloc.stop()
     assert res.exit_code == 0, res.output
     assert peak < 32 << 20
+
+
+def test_bench_skips_producers_over_the_work_limit_with_the_reason() -> None:
+    from click.testing import CliRunner
+
+    from collc.cli import cli
+
+    args = ["bench", "-t", "ring:8", "-c", "allreduce", "--sizes", "1MiB", "--json"]
+    r = CliRunner().invoke(cli, [*args, "--algorithms", "tacos,ring", "--max-work", "1"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["rows"]
+    assert {row["algorithm"] for row in rows} == {"tacos", "ring"}
+    for row in rows:
+        assert "--max-work" in row["error"] and row["time_ns"] is None
+    ok = CliRunner().invoke(cli, [*args, "--algorithms", "ring"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["rows"][0]["time_ns"] > 0
