@@ -43,6 +43,9 @@ class Groups:
 
     members: tuple[tuple[int, ...], ...]
     source: str = ""
+    ids: tuple[int, ...] = ()
+    """The communicator-group ids of ``members`` when read from ASTRA-sim's JSON (the names a
+    workload's ``pg_name`` gives); empty otherwise."""
 
     def __len__(self) -> int:
         return len(self.members)
@@ -171,7 +174,7 @@ def read_astra_groups(path: Path) -> Groups:
             raise GroupsError(f"{path}: group {key!r} names a negative NPU")
         entries.append((gid, tuple(value)))
     entries.sort()
-    return Groups(tuple(m for _, m in entries), str(path))
+    return Groups(tuple(m for _, m in entries), str(path), tuple(gid for gid, _ in entries))
 
 
 def parse_groups(text: str, topology: Topology) -> Groups:

@@ -90,12 +90,11 @@ def read_group_names(path: Path) -> dict[str, tuple[int, ...]]:
         g = read_astra_groups(path)
     except GroupsError as e:
         raise WorkloadError(e.message, e.pos) from None
-    keys = sorted(json.loads(Path(path).read_text(encoding="utf-8")), key=int)
     out: dict[str, tuple[int, ...]] = {}
-    for key, members in zip(keys, g.members, strict=True):
+    for gid, members in zip(g.ids, g.members, strict=True):
         if len(set(members)) != len(members):
-            raise WorkloadError(f"{path}: group {key!r} names an NPU twice")
-        out[str(int(key))] = tuple(sorted(members))
+            raise WorkloadError(f"{path}: group '{gid}' names an NPU twice")
+        out[str(gid)] = tuple(sorted(members))
     return out
 
 
