@@ -209,28 +209,14 @@ def _merge(
                 mine[i] = inst_index[(pg, k)]
         coll_of.append(mine)
         for i, nd in enumerate(nodes):
-            if nd.kind == NodeKind.SEND:
-                assert nd.comm_dst is not None
-                t = cols.add(
-                    TaskKind.SEND,
-                    Detail.SEND,
-                    nd.comm_dst,
-                    nd.comm_size or 0,
-                    nd.comm_tag or 0,
-                    0.0,
-                    nd.id,
+            if nd.kind in (NodeKind.SEND, NodeKind.RECV):
+                send = nd.kind == NodeKind.SEND
+                peer = nd.comm_dst if send else nd.comm_src
+                assert peer is not None
+                kind, detail = (
+                    (TaskKind.SEND, Detail.SEND) if send else (TaskKind.RECV, Detail.RECV)
                 )
-            elif nd.kind == NodeKind.RECV:
-                assert nd.comm_src is not None
-                t = cols.add(
-                    TaskKind.RECV,
-                    Detail.RECV,
-                    nd.comm_src,
-                    nd.comm_size or 0,
-                    nd.comm_tag or 0,
-                    0.0,
-                    nd.id,
-                )
+                t = cols.add(kind, detail, peer, nd.comm_size or 0, nd.comm_tag or 0, 0.0, nd.id)
             else:
                 dt = 0.0 if i in mine else local_ns(w, npu, nd, roofline, remote_mem)
                 detail = Detail.COMP if nd.kind == NodeKind.COMP else Detail.NOOP
