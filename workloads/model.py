@@ -135,8 +135,8 @@ class Workload:
         """The name of NPU ``npu``'s file, for messages."""
         return self.files[npu] if npu < len(self.files) else f"<npu {npu}>"
 
-    def where(self, npu: int, node: WNode | None = None) -> SourcePos:
-        """A position naming NPU ``npu``'s file (and the node, in the text)."""
+    def where(self, npu: int) -> SourcePos:
+        """A position naming NPU ``npu``'s file (messages name the node in their text)."""
         return SourcePos(file=self.file(npu))
 
     def members(self, pg_name: str) -> tuple[int, ...]:
@@ -158,7 +158,7 @@ def describe(n: WNode) -> str:
 
 def _fail(w: Workload, npu: int, n: WNode | None, what: str) -> WorkloadError:
     at = f"{describe(n)}: " if n is not None else ""
-    return WorkloadError(f"{at}{what}", w.where(npu, n))
+    return WorkloadError(f"{at}{what}", w.where(npu))
 
 
 def issue_order(nodes: Sequence[WNode]) -> list[int]:

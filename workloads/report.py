@@ -20,7 +20,7 @@ import numpy as np
 
 from backends.sim.results import SimResult
 from backends.sim.timeline import atomic_write_text, link_events, meta_event
-from workloads.engine import WorkloadRun
+from workloads.engine import WorkloadRun, resource
 from workloads.model import NodeKind, Workload
 
 NPU_PID_BASE = 1000
@@ -112,8 +112,6 @@ def trace_events(
     w: Workload, run: WorkloadRun, sim: SimResult | None = None
 ) -> list[dict[str, Any]]:
     """The Chrome-trace events of a run (see the module docstring)."""
-    from workloads.engine import resource
-
     events: list[dict[str, Any]] = []
     if sim is not None and sim.timeline is not None:
         events.extend(link_events(sim.timeline))

@@ -277,8 +277,7 @@ def astrasim_p2p_ns(dims: Sequence[DimLike], src: int, dst: int, nbytes: int) ->
         p = dim.npus
         ca, cb = (src // stride) % p, (dst // stride) % p
         if ca != cb:
-            delta = abs(cb - ca)
-            hops = min(delta, p - delta) if dim.kind == "ring" else 1 if dim.kind == "fc" else 2
+            hops = astra_hops(dim.kind, p, ca, cb)
             return astra_delay_ns(hops, dim.latency_ns, dim.bandwidth_bytes_per_ns, nbytes)
         stride *= p
     return 0
