@@ -19,11 +19,11 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
+from backends.astrasim.workload import WorkloadAttr, workload_metadata, workload_node
 from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et.errors import EtDecodeError
-from chakra_ir.et.framing import frame, load_et_bytes, split_frames
+from chakra_ir.et.framing import load_et_bytes, split_frames
 from chakra_ir.et.reader import et_rank_files
-from chakra_ir.et.schema import VERSION
 from chakra_ir.outdir import atomic_folder
 from topologies.errors import SourcePos
 from topologies.groups import GroupsError, read_astra_groups
@@ -200,37 +200,44 @@ def _decode_node(body: bytes, file: str, offset: int) -> WNode:
 
 def encode_rank(nodes: list[WNode], metadata: dict[str, str] | None = None) -> bytes:
     """One NPU's ET file: a GlobalMetadata (version set, collc's attributes), then the nodes,
-    each attribute with the type ASTRA-sim reads."""
-    meta = pb.GlobalMetadata(version=VERSION)
-    for k, v in (metadata or {}).items():
-        meta.attr.add(name=k, string_val=v)
-    parts = [frame(meta.SerializeToString())]
+    each attribute with the type ASTRA-sim reads (`backends.astrasim.workload.workload_node`)."""
+    parts = [workload_metadata(metadata or {})]
     for n in nodes:
-        m = pb.Node(id=n.id, name=n.name, type=n.kind)  # type: ignore[arg-type]
-        m.data_deps.extend(n.data_deps)
-        m.ctrl_deps.extend(n.ctrl_deps)
-        m.duration_micros = n.duration_micros
-        m.attr.add(name="is_cpu_op", bool_val=n.is_cpu_op)
-        if n.num_ops is not None:
-            m.attr.add(name="num_ops", int64_val=n.num_ops)
-        if n.tensor_size is not None:
-            m.attr.add(name="tensor_size", uint64_val=n.tensor_size)
-        if n.comm_type is not None:
-            m.attr.add(name="comm_type", int64_val=n.comm_type)
-        if n.comm_size is not None:
-            m.attr.add(name="comm_size", int64_val=n.comm_size)
+        attrs: list[WorkloadAttr] = [("is_cpu_op", "bool_val", n.is_cpu_op)]
+        for name, member in _SCALARS:
+            v = getattr(n, name)
+            if v is not None:
+                attrs.append((name, member, v))
         if n.kind == NodeKind.COLL:
-            m.attr.add(name="pg_name", string_val=n.pg_name)
+            attrs.append(("pg_name", "string_val", n.pg_name))
             if n.involved_dim is not None:
-                m.attr.add(name="involved_dim").bool_list.values.extend(n.involved_dim)
+                attrs.append(("involved_dim", "bool_list", n.involved_dim))
         for name in ("comm_src", "comm_dst", "comm_tag"):
             v = getattr(n, name)
             if v is not None:
-                m.attr.add(name=name, int32_val=v)
+                attrs.append((name, "int32_val", v))
         if n.comm_priority:
-            m.attr.add(name="comm_priority", int32_val=n.comm_priority)
-        parts.append(frame(m.SerializeToString()))
+            attrs.append(("comm_priority", "int32_val", n.comm_priority))
+        parts.append(
+            workload_node(
+                n.id,
+                n.name,
+                n.kind,
+                attrs,
+                data_deps=n.data_deps,
+                ctrl_deps=n.ctrl_deps,
+                duration_micros=n.duration_micros,
+            )
+        )
     return b"".join(parts)
+
+
+_SCALARS = (
+    ("num_ops", "int64_val"),
+    ("tensor_size", "uint64_val"),
+    ("comm_type", "int64_val"),
+    ("comm_size", "int64_val"),
+)
 
 
 def write_workload(w: Workload, out: str | os.PathLike[str]) -> list[Path]:

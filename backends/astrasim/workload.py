@@ -17,6 +17,8 @@ boundary only. Custom collectives take their message sizes from their own ETs an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from chakra_ir.collective import Collective, CollectiveKind
 from chakra_ir.et import et_def_pb2 as pb
 from chakra_ir.et.framing import frame
@@ -43,21 +45,41 @@ def workload_comm_size(collective: Collective, chunk_bytes: int) -> int:
     return collective.size_chunks * chunk_bytes
 
 
-def _attr(node: pb.Node, name: str, member: str, value: object) -> None:
-    a = node.attr.add()
-    a.name = name
-    if member.endswith("_list"):
-        getattr(a, member).values.extend(value)
-    else:
-        setattr(a, member, value)
+WorkloadAttr = tuple[str, str, object]
+"""An attribute of a workload node: (name, the AttributeProto member it is written in, value)."""
 
 
-def _metadata(role: str) -> bytes:
+def workload_metadata(attrs: dict[str, str]) -> bytes:
+    """A workload ET's framed GlobalMetadata: version set, string attributes ``attrs``."""
     meta = pb.GlobalMetadata(version=VERSION)
-    a = meta.attr.add()
-    a.name = "collc_workload"
-    a.string_val = role
+    for name, value in attrs.items():
+        meta.attr.add(name=name, string_val=value)
     return frame(meta.SerializeToString())
+
+
+def workload_node(
+    id: int,
+    name: str,
+    node_type: int,
+    attrs: Sequence[WorkloadAttr],
+    *,
+    data_deps: Sequence[int] = (),
+    ctrl_deps: Sequence[int] = (),
+    duration_micros: int = 0,
+) -> bytes:
+    """One framed workload node; every workload ET collc writes is made of these (the bundles'
+    one-collective workloads here, `workloads.chakra_io`'s training iterations)."""
+    node = pb.Node(id=id, name=name, type=node_type)  # type: ignore[arg-type]
+    node.data_deps.extend(data_deps)
+    node.ctrl_deps.extend(ctrl_deps)
+    node.duration_micros = duration_micros
+    for attr_name, member, value in attrs:
+        a = node.attr.add(name=attr_name)
+        if member.endswith("_list"):
+            getattr(a, member).values.extend(value)
+        else:
+            setattr(a, member, value)
+    return frame(node.SerializeToString())
 
 
 def collective_workload(
@@ -74,22 +96,26 @@ def collective_workload(
         raise ValueError(f"ASTRA-sim simulates no {kind.value} collective")
     if not 0 < comm_size <= _INT64_MAX:
         raise ValueError(f"comm_size must be in 1..2^63-1, got {comm_size}")
-    node = pb.Node(id=0, name=name, type=pb.COMM_COLL_NODE)
-    _attr(node, "is_cpu_op", "bool_val", False)
-    _attr(node, "comm_type", "int64_val", COMM_TYPES[kind])
-    _attr(node, "comm_size", "int64_val", comm_size)
+    attrs: list[WorkloadAttr] = [
+        ("is_cpu_op", "bool_val", False),
+        ("comm_type", "int64_val", COMM_TYPES[kind]),
+        ("comm_size", "int64_val", comm_size),
+    ]
     if pg_name:
-        _attr(node, "pg_name", "string_val", pg_name)
+        attrs.append(("pg_name", "string_val", pg_name))
     else:
-        _attr(node, "involved_dim", "bool_list", [True] * num_dims)
-    return _metadata("collective") + frame(node.SerializeToString())
+        attrs.append(("involved_dim", "bool_list", [True] * num_dims))
+    node = workload_node(0, name, pb.COMM_COLL_NODE, attrs)
+    return workload_metadata({"collc_workload": "collective"}) + node
 
 
 def idle_workload(name: str = "idle") -> bytes:
     """The content of a workload ET for an NPU outside the collective: one COMP_NODE of
     duration 0 with ``is_cpu_op`` false, ``num_ops`` (int64) 0 and ``tensor_size`` (uint64) 0."""
-    node = pb.Node(id=0, name=name, type=pb.COMP_NODE, duration_micros=0)
-    _attr(node, "is_cpu_op", "bool_val", False)
-    _attr(node, "num_ops", "int64_val", 0)
-    _attr(node, "tensor_size", "uint64_val", 0)
-    return _metadata("idle") + frame(node.SerializeToString())
+    attrs: list[WorkloadAttr] = [
+        ("is_cpu_op", "bool_val", False),
+        ("num_ops", "int64_val", 0),
+        ("tensor_size", "uint64_val", 0),
+    ]
+    node = workload_node(0, name, pb.COMP_NODE, attrs)
+    return workload_metadata({"collc_workload": "idle"}) + node
