@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from chakra_ir.collective import custom_collective as custom_collective
     from chakra_ir.collective import parse_collective_kind as parse_collective_kind
     from chakra_ir.program import Copy as Copy
+    from chakra_ir.program import FlowIn as FlowIn
+    from chakra_ir.program import FlowOut as FlowOut
     from chakra_ir.program import Hints as Hints
     from chakra_ir.program import Op as Op
     from chakra_ir.program import OpKind as OpKind
@@ -34,6 +36,8 @@ _LAZY: dict[str, str] = {
     "custom_collective": "chakra_ir.collective",
     "parse_collective_kind": "chakra_ir.collective",
     "Copy": "chakra_ir.program",
+    "FlowIn": "chakra_ir.program",
+    "FlowOut": "chakra_ir.program",
     "Hints": "chakra_ir.program",
     "Op": "chakra_ir.program",
     "OpKind": "chakra_ir.program",
@@ -55,6 +59,8 @@ __all__ = [
     "CollectiveKind",
     "Contents",
     "Copy",
+    "FlowIn",
+    "FlowOut",
     "Hints",
     "Op",
     "OpKind",

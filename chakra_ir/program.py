@@ -8,6 +8,13 @@ time for generators and tests; `Program.ops(rank)` gives the object view of a ra
 An operation's id is its index within its rank; its dependencies are ids of the same rank.
 Sends and receives between an ordered pair of ranks with equal tag match in program order (the
 k-th such send with the k-th such receive), like MPI's non-overtaking rule.
+
+In-network flows (FRED): a flow is named by a program-wide id. Every rank that contributes
+to flow F has one ``FlowIn(F, src)``; every rank that receives its result has one
+``FlowOut(F, dst)``. The network (switches that reduce and multicast) sums the contributions
+of all the flow's inputs and writes the sum into every output's ``dst``: a reduce (one
+output), a multicast (one input), an all-reduce (inputs = outputs) or a unicast. A flow's
+FlowOut waits for every FlowIn of the flow; the flow id lives in the ``tag`` column.
 """
 
 from __future__ import annotations
@@ -36,6 +43,12 @@ class OpKind(IntEnum):
     RECV_REDUCE = 2
     COPY = 3
     REDUCE = 4
+    # 5..7 are the ET layout's own node codes (`chakra_ir.et.layout`), kept free so that
+    # ``collc_op`` stays the OpKind value in files written before flows existed.
+    FLOW_IN = 8
+    """Contribute ``src`` to in-network flow ``tag``."""
+    FLOW_OUT = 9
+    """Receive the result of in-network flow ``tag`` into ``dst``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +122,27 @@ class Reduce:
     hints: Hints = NO_HINTS
 
 
-Op = Send | Recv | Copy | Reduce
+@dataclass(frozen=True)
+class FlowIn:
+    """Contribute ``src`` to in-network flow ``flow`` (see the module docstring)."""
+
+    flow: int
+    src: Slice
+    deps: tuple[int, ...] = ()
+    hints: Hints = NO_HINTS
+
+
+@dataclass(frozen=True)
+class FlowOut:
+    """Receive the result of in-network flow ``flow`` into ``dst`` (overwriting it)."""
+
+    flow: int
+    dst: Slice
+    deps: tuple[int, ...] = ()
+    hints: Hints = NO_HINTS
+
+
+Op = Send | Recv | Copy | Reduce | FlowIn | FlowOut
 
 COLUMNS = (
     "kind",
@@ -158,8 +191,9 @@ class Program:
     """A collective algorithm: per rank, a list of operations with dependencies.
 
     Columns (one entry per operation, ranks concatenated in order):
-      ``kind`` (`OpKind`), ``peer`` (-1 for local ops), ``src_buf``/``src_index`` (-1 for a
-      Recv), ``dst_buf``/``dst_index`` (-1 for a Send), ``count`` (slots moved), ``tag``,
+      ``kind`` (`OpKind`), ``peer`` (-1 for local ops and flows), ``src_buf``/``src_index``
+      (-1 for a Recv or FlowOut), ``dst_buf``/``dst_index`` (-1 for a Send or FlowIn),
+      ``count`` (slots moved), ``tag`` (a flow's id for FlowIn/FlowOut),
       ``channel``/``threadblock``/``after`` (hints, -1 when unset).
     CSR arrays: ``dep_offsets``/``deps`` (rank-local ids), ``route_offsets``/``route_nodes``
     (a Send's charged node path; empty when none).
@@ -273,6 +307,11 @@ class Program:
     def has_routes(self) -> bool:
         return len(self.route_nodes) > 0
 
+    @property
+    def has_flows(self) -> bool:
+        """Whether any operation is an in-network flow's FlowIn or FlowOut."""
+        return bool(np.any(self.kind >= OpKind.FLOW_IN))
+
     # -- object view ---------------------------------------------------------------------------
     def op(self, rank: int, local: int) -> Op:
         """One operation as an object (cheap enough for tests and error messages)."""
@@ -350,6 +389,10 @@ def _make_op(p: Program, g: int) -> Op:
     if hints == NO_HINTS:
         hints = NO_HINTS
     count = int(p.count[g])
+    if k is OpKind.FLOW_IN:
+        return FlowIn(int(p.tag[g]), _slice(p.src_buf[g], p.src_index[g], count), deps, hints)
+    if k is OpKind.FLOW_OUT:
+        return FlowOut(int(p.tag[g]), _slice(p.dst_buf[g], p.dst_index[g], count), deps, hints)
     if k is OpKind.SEND:
         return Send(
             int(p.peer[g]), _slice(p.src_buf[g], p.src_index[g], count), int(p.tag[g]), deps, hints
@@ -501,6 +544,32 @@ class ProgramBuilder:
         """``dst <- dst (+) src``."""
         return self._local(OpKind.REDUCE, rank, src, dst, deps, hints)
 
+    def flow_in(
+        self,
+        rank: int,
+        flow: int,
+        src: Slice,
+        *,
+        deps: Sequence[int] = (),
+        hints: Hints = NO_HINTS,
+    ) -> int:
+        """Contribute ``src`` of ``rank`` to in-network flow ``flow``."""
+        row = (OpKind.FLOW_IN, -1, src.buffer, src.index, -1, -1, src.count, flow)
+        return self._add(rank, row, deps, hints, src, None)
+
+    def flow_out(
+        self,
+        rank: int,
+        flow: int,
+        dst: Slice,
+        *,
+        deps: Sequence[int] = (),
+        hints: Hints = NO_HINTS,
+    ) -> int:
+        """Deliver the result of in-network flow ``flow`` into ``dst`` of ``rank``."""
+        row = (OpKind.FLOW_OUT, -1, -1, -1, dst.buffer, dst.index, dst.count, flow)
+        return self._add(rank, row, deps, hints, None, dst)
+
     def _local(
         self, kind: OpKind, rank: int, src: Slice, dst: Slice, deps: Sequence[int], hints: Hints
     ) -> int:
@@ -520,6 +589,10 @@ class ProgramBuilder:
             )
         if isinstance(op, Copy):
             return self.copy(rank, op.src, op.dst, deps=op.deps, hints=op.hints)
+        if isinstance(op, FlowIn):
+            return self.flow_in(rank, op.flow, op.src, deps=op.deps, hints=op.hints)
+        if isinstance(op, FlowOut):
+            return self.flow_out(rank, op.flow, op.dst, deps=op.deps, hints=op.hints)
         return self.reduce(rank, op.src, op.dst, deps=op.deps, hints=op.hints)
 
     def num_ops(self, rank: int) -> int:

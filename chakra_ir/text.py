@@ -9,6 +9,8 @@ Golden tests compare it, ``collc inspect`` prints it, and `parse_program` reads 
       0 send to=1 src=input[0] tag=0
       1 recv from=3 dst=input[3] reduce tag=0 deps=0
       2 copy src=input[1:3] dst=output[1:3] deps=1 ch=0 tb=2 route=0>16>1
+      3 flow-in flow=7 src=input[0:4]
+      4 flow-out flow=7 dst=output[0:4] deps=3
 
 A collective split into process groups adds ``groups=0,1;2,3`` (ranks of each group, groups
 separated by ``;``) to its line. Slices are ``buffer[index]`` for one slot and ``buffer[start:end]`` for several. Custom
@@ -22,6 +24,8 @@ from chakra_ir.collective import Buffer, Collective, CollectiveKind, Contents
 from chakra_ir.program import (
     NO_HINTS,
     Copy,
+    FlowIn,
+    FlowOut,
     Hints,
     Op,
     Program,
@@ -42,6 +46,10 @@ def format_op(op: Op) -> str:
         text = f"recv from={op.peer} dst={op.dst}{' reduce' if op.reduce else ''} tag={op.tag}"
     elif isinstance(op, Copy):
         text = f"copy src={op.src} dst={op.dst}"
+    elif isinstance(op, FlowIn):
+        text = f"flow-in flow={op.flow} src={op.src}"
+    elif isinstance(op, FlowOut):
+        text = f"flow-out flow={op.flow} dst={op.dst}"
     else:
         text = f"reduce src={op.src} dst={op.dst}"
     if op.deps:
@@ -230,6 +238,10 @@ def parse_program(text: str, file: str = "<text>") -> Program:
                 op = Copy(_slice(f["src"], pos), _slice(f["dst"], pos), deps, hints)
             elif tokens[1] == "reduce":
                 op = Reduce(_slice(f["src"], pos), _slice(f["dst"], pos), deps, hints)
+            elif tokens[1] == "flow-in":
+                op = FlowIn(int(f["flow"]), _slice(f["src"], pos), deps, hints)
+            elif tokens[1] == "flow-out":
+                op = FlowOut(int(f["flow"]), _slice(f["dst"], pos), deps, hints)
             else:
                 raise TextFormError(f"unknown operation {tokens[1]!r}", pos)
             builder.add(r, op)

@@ -5,12 +5,15 @@ operation and, where one is involved, the chunk:
 
 - structure: operation kinds, peers, buffers and slot ranges, buffer sizes against the
   collective, dependency ids, and message matching (the k-th send from a to b with tag t pairs
-  with the k-th receive on b from a with tag t; both move the same number of slots);
+  with the k-th receive on b from a with tag t; both move the same number of slots); every
+  in-network flow has inputs and outputs, on at least two ranks of one group, each rank at
+  most once on each side, all moving the same number of slots;
 - progress: with unbounded bandwidth and buffering every operation eventually runs (a
   dependency cycle, or a receive waiting on a send that can never be issued, is a deadlock);
 - semantics: symbolic execution of chunk contents on physical slots (in-place aliases
   resolved), in a topological order of the program: reading an empty slot, reducing a
-  contribution twice, or an output that ends up wrong is an error;
+  contribution twice (in a rank or inside the network, where a flow sums its inputs), or an
+  output that ends up wrong is an error;
 - races: any two accesses to one slot, of which at least one writes or reduces, must be
   ordered by dependencies and message matching (happens-before); otherwise the result would
   depend on timing.
@@ -30,7 +33,9 @@ from chakra_ir.program import OpKind, Program
 from topologies.errors import CollcError
 from topologies.topology import Topology
 
-SEND, RECV, RECV_REDUCE, COPY, REDUCE = (int(k) for k in OpKind)
+SEND, RECV, RECV_REDUCE, COPY, REDUCE, FLOW_IN, FLOW_OUT = (int(k) for k in OpKind)
+_VALID_KIND = np.zeros(256, dtype=np.bool_)
+_VALID_KIND[[int(k) for k in OpKind]] = True
 
 
 class VerifyError(CollcError):
@@ -58,6 +63,9 @@ class _Checker:
         self.p = p
         self.n = p.num_ops
         self.rank_of = p.op_rank()
+        # Per flow id: the global indices of its FlowIns and FlowOuts (set by `flows`).
+        self.flow_ins: dict[int, list[int]] = {}
+        self.flow_outs: dict[int, list[int]] = {}
 
     def where(self, g: int) -> tuple[str, int, int]:
         r = int(self.rank_of[g])
@@ -103,7 +111,7 @@ class _Checker:
             if p.buffer_sizes[r, 2] < 0:
                 raise VerifyError("structure", f"rank {r} has a negative scratch size", r)
         kind = p.kind
-        bad = np.flatnonzero((kind < 0) | (kind > 4))
+        bad = np.flatnonzero(~_VALID_KIND[kind.astype(np.int64) & 0xFF] | (kind < 0))
         if bad.size:
             raise self.fail("structure", int(bad[0]), f"unknown operation kind {int(kind[bad[0]])}")
         bad = np.flatnonzero(p.count < 1)
@@ -117,8 +125,8 @@ class _Checker:
         bad = np.flatnonzero(is_comm & (peer == self.rank_of))
         if bad.size:
             raise self.fail("structure", int(bad[0]), "sends to or receives from its own rank")
-        uses_src = (kind == SEND) | (kind == COPY) | (kind == REDUCE)
-        uses_dst = kind != SEND
+        uses_src = (kind == SEND) | (kind == COPY) | (kind == REDUCE) | (kind == FLOW_IN)
+        uses_dst = (kind != SEND) & (kind != FLOW_IN)
         sizes = p.buffer_sizes[self.rank_of]
         for uses, buf, idx, what in (
             (uses_src, p.src_buf, p.src_index, "source"),
@@ -147,7 +155,62 @@ class _Checker:
             raise self.fail(
                 "structure", g, f"depends on operation {int(p.deps[bad[0]])}, which does not exist"
             )
+        self.flows()
         return self.match()
+
+    def flows(self) -> None:
+        """Group the flow operations by flow id and check each flow's shape."""
+        p = self.p
+        members = np.flatnonzero(p.kind >= FLOW_IN)
+        if not members.size:
+            return
+        bad = members[p.tag[members] < 0]
+        if bad.size:
+            raise self.fail("structure", int(bad[0]), "names a negative flow id")
+        ins, outs = self.flow_ins, self.flow_outs
+        for g in members.tolist():
+            side = ins if int(p.kind[g]) == FLOW_IN else outs
+            side.setdefault(int(p.tag[g]), []).append(g)
+        c = p.collective
+        for f in sorted(set(ins) | set(outs)):
+            fi, fo = ins.get(f, []), outs.get(f, [])
+            if not fi or not fo:
+                g = (fi or fo)[0]
+                what = "no input (flow-in)" if not fi else "no output (flow-out)"
+                raise self.fail("structure", g, f"flow {f} has {what}")
+            counts = {int(p.count[g]) for g in fi + fo}
+            if len(counts) > 1:
+                g = next(g for g in fi + fo if int(p.count[g]) != int(p.count[fi[0]]))
+                raise self.fail(
+                    "structure",
+                    g,
+                    f"moves {int(p.count[g])} slots, but flow {f} moves {int(p.count[fi[0]])} "
+                    "at its first input",
+                )
+            for side_ops, what in ((fi, "contributes to"), (fo, "receives from")):
+                seen: set[int] = set()
+                for g in side_ops:
+                    r = int(self.rank_of[g])
+                    if r in seen:
+                        raise self.fail("structure", g, f"rank {r} {what} flow {f} twice")
+                    seen.add(r)
+            ranks = sorted({int(self.rank_of[g]) for g in fi + fo})
+            if len(ranks) < 2:
+                raise self.fail(
+                    "structure",
+                    fi[0],
+                    f"flow {f} involves rank {ranks[0]} only: a flow crosses the network "
+                    "between at least two ranks (use a copy)",
+                )
+            if c.groups:
+                gr = {c.group_of(r) for r in ranks}
+                if len(gr) > 1:
+                    raise self.fail(
+                        "structure",
+                        fi[0],
+                        f"flow {f} spans ranks of groups {', '.join(map(str, sorted(gr)))}; "
+                        "groups exchange nothing",
+                    )
 
     def match(self) -> np.ndarray:
         """For every receive, the global index of its send (-1 elsewhere)."""
@@ -233,6 +296,13 @@ class _Checker:
         indeg = np.diff(p.dep_offsets).astype(np.int64)
         is_recv = match >= 0
         indeg[is_recv] += 1
+        # A FlowOut waits for every FlowIn of its flow.
+        flow_next: dict[int, list[int]] = {}
+        for f, fo in self.flow_outs.items():
+            fi = self.flow_ins[f]
+            indeg[fo] += len(fi)
+            for g in fi:
+                flow_next[g] = fo
         recv_of = np.full(n, -1, dtype=np.int64)
         recv_of[match[is_recv]] = np.flatnonzero(is_recv)
         recv_of_l = recv_of.tolist()
@@ -249,6 +319,11 @@ class _Checker:
                 indeg_l[rv] -= 1
                 if indeg_l[rv] == 0:
                     push(rv)
+            if flow_next:
+                for rv in flow_next.get(g, ()):
+                    indeg_l[rv] -= 1
+                    if indeg_l[rv] == 0:
+                        push(rv)
             for j in range(child_off_l[g], child_off_l[g + 1]):
                 ch = children[j]
                 indeg_l[ch] -= 1
@@ -290,6 +365,14 @@ class _Checker:
         m = match[perm]
         sent_by = np.where(m >= 0, inv[np.maximum(m, 0)], -1).tolist()
         perm_l = perm.tolist()
+        flow_of = p.tag[perm].tolist() if self.flow_ins else []
+        # Per FlowOut position: the positions of its flow's FlowIns (its message sources).
+        flow_preds: dict[int, list[int]] = {
+            int(inv[g]): [int(inv[x]) for x in self.flow_ins[f]]
+            for f, fo in self.flow_outs.items()
+            for g in fo
+        }
+        flow_sum: dict[int, list[Contents]] = {}
         del src_addr, dst_addr, m, gather, dep_owner, dep_global
 
         memory = SymbolicMemory(c, p.buffer_sizes)
@@ -313,6 +396,8 @@ class _Checker:
                 if s >= 0:
                     # Popped last: local dependencies are searched first.
                     preds = [s, *preds]
+                elif flow_preds and x in flow_preds:
+                    preds = [*flow_preds[x], *preds]
                 for y in preds:
                     if y == a:
                         return True
@@ -339,7 +424,7 @@ class _Checker:
             direct: list[int] | set[int] = deps[dep_off[i] : dep_off[i + 1]]
             if len(direct) > 8:
                 direct = set(direct)
-            if k != RECV and k != RECV_REDUCE:
+            if k != RECV and k != RECV_REDUCE and k != FLOW_OUT:
                 a = src[i]
                 for addr in range(a, a + cnt):
                     if mem[addr] is None:
@@ -359,11 +444,16 @@ class _Checker:
                 if k == SEND:
                     inflight[i] = mem[a : a + cnt]
                     continue
+                if k == FLOW_IN:
+                    self.contribute(flow_sum, flow_of[i], mem[a : a + cnt], perm_l[i])
+                    continue
                 payload = mem[a : a + cnt]
+            elif k == FLOW_OUT:
+                payload = flow_sum[flow_of[i]]  # type: ignore[assignment]
             else:
                 payload = inflight.pop(sent_by[i])
             d = dst[i]
-            plain = k in (RECV, COPY)
+            plain = k in (RECV, COPY, FLOW_OUT)
             for j in range(cnt):
                 addr = d + j
                 rs = readers[addr]
@@ -404,6 +494,30 @@ class _Checker:
 
     def slot_name(self, addr: int, rank_base: list[int]) -> str:
         return _slot_name(self.p.buffer_sizes, addr, rank_base)
+
+    def contribute(
+        self,
+        flow_sum: dict[int, list[Contents]],
+        flow: int,
+        payload: list[Contents | None],
+        g: int,
+    ) -> None:
+        """Add one FlowIn's slots to its flow's sum (the reduction inside the network)."""
+        have = flow_sum.get(flow)
+        if have is None:
+            flow_sum[flow] = payload  # type: ignore[assignment]
+            return
+        for j, val in enumerate(payload):
+            assert val is not None
+            merged = merge(have[j], val)
+            if merged is None:
+                raise self.fail(
+                    "semantics",
+                    g,
+                    f"contributes {describe(val)} to flow {flow}, which already sums "
+                    f"{describe(have[j])}: a contribution would count twice",
+                )
+            have[j] = merged
 
     def deadlock(self, ran: np.ndarray, match: np.ndarray) -> VerifyError:
         p = self.p
@@ -609,7 +723,8 @@ def verify_routes(program: Program, topology: Topology) -> None:
     """Check the placement and every Send's route hint against ``topology``.
 
     Each placed rank must be an NPU of the topology; a route must start at the sender's NPU,
-    end at the receiver's and follow existing links. Raises `VerifyError` (check "structure").
+    end at the receiver's and follow existing links; in-network flows need a topology whose
+    switches reduce and multicast (`Topology.in_network`). Raises `VerifyError` (check "structure").
     """
     c = program.collective
     for r in range(program.num_ranks):
@@ -619,6 +734,17 @@ def verify_routes(program: Program, topology: Topology) -> None:
                 f"rank {r} is placed on NPU {c.npu(r)}, but the topology has {topology.num_npus} NPUs",
                 r,
             )
+    if program.has_flows and not topology.in_network:
+        g = int(np.flatnonzero(program.kind >= FLOW_IN)[0])
+        r = int(program.op_rank()[g])
+        raise VerifyError(
+            "structure",
+            f"{program.describe_op(g)}: an in-network flow needs switches that reduce and "
+            f"multicast, and {topology.spec} has none (FRED: fred:N; a reducing switch: "
+            "switch:N,innet=yes)",
+            r,
+            g - int(program.rank_offsets[r]),
+        )
     if not program.has_routes:
         return
     offsets = program.route_offsets

@@ -39,10 +39,11 @@ _MODIFIERS = ("linkbw", "linklat", "fail", "fail_random", "seed")
 _ALLOWED_OPTIONS: dict[str, tuple[str, ...]] = {
     **{
         kind: ("bw", "lat", *_MODIFIERS)
-        for kind in ("ring", "uniring", "fc", "switch", "mesh", "torus", "hypercube", "stack")
+        for kind in ("ring", "uniring", "fc", "mesh", "torus", "hypercube", "stack")
     },
-    "fred": ("bw", "lat", "l1", "l2bw", *_MODIFIERS),
-    "graph": ("bw", "lat", "links", *_MODIFIERS),
+    "switch": ("bw", "lat", "innet", *_MODIFIERS),
+    "fred": ("bw", "lat", "l1", "l2bw", "innet", *_MODIFIERS),
+    "graph": ("bw", "lat", "links", "innet", *_MODIFIERS),
     "file": _MODIFIERS,
 }
 _PER_DIMENSION = ("mesh", "torus", "hypercube", "stack")
@@ -119,7 +120,9 @@ def from_networkx(g: nx.DiGraph[Any] | nx.Graph[Any], num_npus: int | None = Non
         if not g.is_directed():
             links.append((v, u, lat, bw, dim))
     generators.check_size(npus, len(links), None)
-    blueprint = generators.graph(npus, n - npus, links)
+    blueprint = generators.graph(
+        npus, n - npus, links, in_network=bool(g.graph.get("in_network", False))
+    )
     topology = _make(blueprint, blueprint.head, set())
     topology.check_connected()
     return topology
@@ -168,6 +171,8 @@ def _generate(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
         generators.check_size(
             n, generators.grid_link_count((n,), (dim_kind,)), reader.pos(shape.col)
         )
+        if kind == "switch":
+            return generators.switch(n, bw[0], lat[0], _innet(reader, syntax, False))
         return make(n, bw[0], lat[0])
     if kind in ("mesh", "torus"):
         sizes = tuple(
@@ -258,7 +263,24 @@ def _fred(reader: SpecReader, syntax: SpecSyntax, n: int) -> Blueprint:
         if token.text.lower() != "auto":
             l2bw = reader.bandwidth(token)
     generators.check_size(n, 4 * n, reader.pos(syntax.shape.col))
-    return generators.fred(n, per_l1, bw[0], lat[0], l2bw)
+    return generators.fred(n, per_l1, bw[0], lat[0], l2bw, _innet(reader, syntax, True))
+
+
+_YES = ("yes", "true", "on", "1")
+_NO = ("no", "false", "off", "0")
+
+
+def _innet(reader: SpecReader, syntax: SpecSyntax, default: bool) -> bool:
+    """The ``innet=yes|no`` option: whether the switches reduce and multicast."""
+    option = syntax.options.get("innet")
+    if option is None:
+        return default
+    text = option.value.text.strip().lower()
+    if text in _YES:
+        return True
+    if text in _NO:
+        return False
+    raise reader.error(f"innet must be yes or no, not {option.value.text!r}", option.value.col)
 
 
 def _graph(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
@@ -290,7 +312,9 @@ def _graph(reader: SpecReader, syntax: SpecSyntax) -> Blueprint:
             for a, b in pair.directed():
                 links.append((a, b, link_lat, link_bw, dim))
     generators.check_size(npus, len(links), reader.pos(shape.col))
-    return generators.graph(npus, switches, links, bw[0], lat[0])
+    return generators.graph(
+        npus, switches, links, bw[0], lat[0], in_network=_innet(reader, syntax, False)
+    )
 
 
 def _check_nodes(reader: SpecReader, pair: Pair, nodes: int, what: str) -> None:
@@ -410,4 +434,5 @@ def _make(
         failed=removed,
         router=blueprint.router,
         layout=blueprint.layout,
+        in_network=blueprint.in_network,
     )

@@ -12,8 +12,16 @@ Choices, each deliberate:
   implementation's model instead: the link stays busy for latency + serialization.
 - A switch is an ordinary node: crossing it is the hop on its down link, whose latency and
   bandwidth stand for the switch port. It adds no processing delay of its own beyond
-  ``switch_delay_ns`` (0 by default), and it does not reduce (in-network reduction is a later
-  extension).
+  ``switch_delay_ns`` (0 by default). Messages between ranks are never reduced inside it.
+- In-network flows (FRED; `topologies.innetwork`) run on switches that reduce and multicast.
+  A flow of ``bytes`` is cut into `CostModel.flow_pieces` pieces that pipeline through the
+  flow's tree; each piece crosses each tree link once, store-and-forward, as a message of its
+  own on that link's FIFO. A switch passes piece j up once it has piece j from every up child
+  (the reduction runs at line rate: no time of its own, as FRED's staged 2x2 µSwitches
+  allow); the root, and every switch on the way down, copies piece j onto each down link as
+  soon as it has it (multicast). A FlowIn puts all its pieces on its NPU's up link at once and
+  completes by the send rule below, per piece (arrival at the first switch, or departure); a
+  FlowOut completes when its last piece has arrived.
 - When a Send completes is a stated rule, `Completion`, with two values:
 
   - ``on-arrival`` (the default, ASTRA-sim's: both of its network frontends fire a send's
@@ -101,6 +109,13 @@ class CostModel:
     link is a pipe, busy for the serialization only)."""
     switch_delay_ns: float = 0.0
     """Extra delay per switch crossed (0: the switch port's link latency says it all)."""
+    flow_piece_bytes: int = 65536
+    """An in-network flow is cut into pieces of about this many bytes ..."""
+    flow_min_pieces: int = 16
+    """... but at least this many (a flow of one piece would pay store-and-forward in full
+    at every level of the tree) ..."""
+    flow_max_pieces: int = 256
+    """... and at most this many (the pipeline's fill is then under 1/256 of the time)."""
 
     @classmethod
     def astrasim_reduction(
@@ -141,6 +156,16 @@ class CostModel:
         if into_switch:
             arrive += to_ps(self.switch_delay_ns)
         return ser, arrive
+
+    def flow_pieces(self, nbytes: int) -> list[int]:
+        """The piece sizes of an in-network flow of ``nbytes``: ``ceil(nbytes /
+        flow_piece_bytes)`` pieces, clamped to ``flow_min_pieces..flow_max_pieces`` and to
+        ``nbytes``; sizes differ by at most one byte, the larger first."""
+        k = -(-nbytes // self.flow_piece_bytes)
+        k = max(self.flow_min_pieces, min(self.flow_max_pieces, k))
+        k = max(1, min(k, nbytes))
+        base, extra = divmod(nbytes, k)
+        return [base + 1] * extra + [base] * (k - extra)
 
     def reduction_ns(self, nbytes: float) -> float:
         """Time to reduce ``nbytes`` into a buffer."""

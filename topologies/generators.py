@@ -73,6 +73,7 @@ class Blueprint:
     layout: GridLayout | None = None
     router: Router = field(default_factory=ShortestPathRouter)
     failed: set[tuple[int, int]] = field(default_factory=set)
+    in_network: bool = False
 
 
 def grid_link_count(shape: tuple[int, ...], kinds: tuple[str, ...]) -> int:
@@ -219,11 +220,12 @@ def fully_connected(n: int, bandwidth: float, latency: float) -> Blueprint:
     )
 
 
-def switch(n: int, bandwidth: float, latency: float) -> Blueprint:
-    """``switch:N``: switch node N, with an up link and a down link per NPU."""
-    return _grid(
+def switch(n: int, bandwidth: float, latency: float, in_network: bool = False) -> Blueprint:
+    """``switch:N``: switch node N, with an up link and a down link per NPU. With
+    ``in_network`` the switch reduces and multicasts (SHARP-like; spec ``innet=yes``)."""
+    bp = _grid(
         "switch",
-        f"switch:{n},{_opts([bandwidth], [latency])}",
+        f"switch:{n},{_opts([bandwidth], [latency])}" + (",innet=yes" if in_network else ""),
         (n,),
         (SWITCH,),
         [bandwidth],
@@ -231,6 +233,8 @@ def switch(n: int, bandwidth: float, latency: float) -> Blueprint:
         public_shape=False,
         tag_dims=False,
     )
+    bp.in_network = in_network
+    return bp
 
 
 def mesh(shape: tuple[int, ...], bandwidths: list[float], latencies: list[float]) -> Blueprint:
@@ -300,13 +304,20 @@ def stack(
 
 
 def fred(
-    n: int, npus_per_l1: int, bandwidth: float, latency: float, l2_bandwidth: float | None
+    n: int,
+    npus_per_l1: int,
+    bandwidth: float,
+    latency: float,
+    l2_bandwidth: float | None,
+    in_network: bool = True,
 ) -> Blueprint:
     """``fred:N``: FRED's two-level tree.
 
     NPU ``i`` hangs off L1 switch ``N + i // l1`` (up and down link of ``bandwidth``); every L1
     switch links up and down to the one L2 switch (the last node). The L1<->L2 bandwidth is the
-    sum of the NPU bandwidth under that L1 unless ``l2_bandwidth`` is given.
+    sum of the NPU bandwidth under that L1 unless ``l2_bandwidth`` is given. The switches
+    reduce and multicast in the network unless ``in_network`` is False (spec ``innet=no``:
+    FRED-A and FRED-C of the paper).
     """
     num_l1 = -(-n // npus_per_l1)
     l2 = n + num_l1
@@ -323,7 +334,7 @@ def fred(
     l2bw = "auto" if l2_bandwidth is None else format_bandwidth(l2_bandwidth)
     head = (
         f"fred:{n},bw={format_bandwidth(bandwidth)},lat={format_latency(latency)},"
-        f"l1={npus_per_l1},l2bw={l2bw}"
+        f"l1={npus_per_l1},l2bw={l2bw}" + ("" if in_network else ",innet=no")
     )
     return Blueprint(
         name="fred",
@@ -332,6 +343,7 @@ def fred(
         num_switches=num_l1 + 1,
         links=links,
         router=TreeRouter(npus_per_l1, n, l2),
+        in_network=in_network,
     )
 
 
@@ -343,8 +355,11 @@ def graph(
     latency: float = DEFAULT_LATENCY,
     *,
     name: str = "graph",
+    in_network: bool = False,
 ) -> Blueprint:
-    """``graph:N[+S],links=..``: an explicit link list, routed by shortest paths.
+    """``graph:N[+S],links=..``: an explicit link list, routed by shortest paths. With
+    ``in_network`` (spec ``innet=yes``) its switches reduce and multicast; they must then form
+    a tree under the last node (`topologies.innetwork`).
 
     The canonical form spells out every link with its bandwidth, latency and (if set) dimension,
     writing a pair once as ``a-b`` where both directions carry the same attributes.
@@ -375,10 +390,13 @@ def graph(
     head = f"graph:{shape},bw={format_bandwidth(bandwidth)},lat={format_latency(latency)}"
     if entries:
         head += ",links=" + ";".join(e[3] for e in entries)
+    if in_network:
+        head += ",innet=yes"
     return Blueprint(
         name=name,
         head=head,
         num_npus=num_npus,
         num_switches=num_switches,
         links=list(links),
+        in_network=in_network,
     )

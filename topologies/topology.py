@@ -63,8 +63,10 @@ class Topology:
         failed: Iterable[tuple[int, int]] = (),
         router: Router | None = None,
         layout: GridLayout | None = None,
+        in_network: bool = False,
     ) -> None:
         self._spec = spec
+        self._in_network = in_network
         self._name = name
         self._num_npus = num_npus
         self._num_nodes = num_npus + num_switches
@@ -95,7 +97,9 @@ class Topology:
         self._routes: dict[tuple[int, int], tuple[int, ...]] = {}
         self._route_links: dict[tuple[int, int], tuple[int, ...]] = {}
         self._bfs: dict[int, list[int]] = {}
-        self._key: tuple[int, int, tuple[tuple[int, int, float, float, int], ...]] | None = None
+        self._key: (
+            tuple[int, int, bool, tuple[tuple[int, int, float, float, int], ...]] | None
+        ) = None
 
     # --- plain attributes -------------------------------------------------------------------
 
@@ -109,6 +113,13 @@ class Topology:
         """The generator kind: ring, uniring, fc, switch, mesh, torus, hypercube, stack, fred,
         file or graph."""
         return self._name
+
+    @property
+    def in_network(self) -> bool:
+        """Whether the switches reduce and multicast while forwarding (FRED's µSwitches; a
+        ``switch:N,innet=yes``), so a program may use in-network flows
+        (`topologies.innetwork`)."""
+        return self._in_network
 
     @property
     def num_npus(self) -> int:
@@ -250,11 +261,14 @@ class Topology:
     def to_networkx(self) -> nx.MultiDiGraph[int]:
         """A fresh MultiDiGraph: node attr ``switch``; edge key = link index, edge attrs
         ``index``, ``latency_ns``, ``bandwidth_bytes_per_ns``, ``dim``; graph attrs ``name``,
-        ``spec``, ``num_npus``."""
+        ``spec``, ``num_npus``, ``in_network``."""
         import networkx as nx  # only here: a Topology itself needs no networkx (start-up time)
 
         g: nx.MultiDiGraph[int] = nx.MultiDiGraph(
-            name=self._name, spec=self._spec, num_npus=self._num_npus
+            name=self._name,
+            spec=self._spec,
+            num_npus=self._num_npus,
+            in_network=self._in_network,
         )
         for node in range(self._num_nodes):
             g.add_node(node, switch=node >= self._num_npus)
@@ -295,11 +309,12 @@ class Topology:
 
     # --- identity ---------------------------------------------------------------------------
 
-    def _content(self) -> tuple[int, int, tuple[tuple[int, int, float, float, int], ...]]:
+    def _content(self) -> tuple[int, int, bool, tuple[tuple[int, int, float, float, int], ...]]:
         if self._key is None:
             self._key = (
                 self._num_npus,
                 self._num_nodes,
+                self._in_network,
                 tuple(
                     sorted(
                         (lk.src, lk.dst, lk.latency_ns, lk.bandwidth_bytes_per_ns, lk.dim)

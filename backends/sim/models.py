@@ -102,12 +102,19 @@ def check_placement(graph: TaskGraph, topology: Topology) -> None:
     """Raise SimError unless every rank sits on its own NPU of ``topology`` (ranks of different
     instances of a merged graph may share one)."""
     n = topology.num_npus
-    if graph.num_ranks > n and not graph.merged:
+    if graph.num_ranks - len(graph.switch_ranks) > n and not graph.merged:
         raise SimError(
             f"the program has {graph.num_ranks} ranks but {topology.spec} has only {n} NPUs"
         )
     seen: dict[int, int] = {}
+    switch_ranks = set(graph.switch_ranks)
     for r, npu in enumerate(graph.npus):
+        if r in switch_ranks:
+            if not (n <= npu < topology.num_nodes):
+                raise SimError(
+                    f"switch rank {r} sits on node {npu}, not a switch of {topology.spec}"
+                )
+            continue
         if not 0 <= npu < n:
             raise SimError(
                 f"rank {r} is placed on NPU {npu}, which {topology.spec} does not have "
@@ -143,12 +150,18 @@ def simulate(
     m = get_model(model)
     if chunk_bytes <= 0:
         raise SimError(f"the size must be positive: got {chunk_bytes} bytes per chunk")
+    if program.has_flows and model != "congestion":
+        raise SimError(
+            f"the {model} model cannot run in-network flows (ASTRA-sim has no reducing "
+            "switches); use the congestion model"
+        )
     graph = tasks_from_program(
         program,
         chunk_bytes,
         cost,
         reduce_micros=reduce_micros,
         fold_reductions=m.fold_reductions,
+        topology=topology,
     )
     c = program.collective
     return simulate_tasks(
@@ -227,11 +240,15 @@ def make_result(
     R = graph.num_ranks
     finish = run.finish_ns
     rank_finish = np.zeros(R, dtype=np.float64)
+    # Switch ranks (in-network flows) come last; the program's ranks are reported.
     counts = np.diff(graph.rank_offsets)
     nonempty = counts > 0
     if finish.size:
         starts = graph.rank_offsets[:-1][nonempty]
         rank_finish[nonempty] = np.maximum.reduceat(finish, starts)
+    if graph.switch_ranks:
+        R = R - len(graph.switch_ranks)
+        rank_finish = rank_finish[:R]
     total = float(rank_finish.max()) if R else 0.0
     link_ends = tuple((lk.src, lk.dst) for lk in topology.links)
     notes = list(graph.notes) + list(run.notes)

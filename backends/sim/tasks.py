@@ -35,6 +35,7 @@ import numpy.typing as npt
 from backends.sim.errors import SimError
 from chakra_ir.program import OpKind, Program
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
+from topologies.topology import Topology
 
 I8 = npt.NDArray[np.int8]
 I64 = npt.NDArray[np.int64]
@@ -66,9 +67,28 @@ class Detail(IntEnum):
     """A foreign node that takes no time (INVALID_NODE, METADATA_NODE)."""
     GATE = 8
     """The gate node the ET writer puts before a send with an ``after`` hint."""
+    FLOW_IN = 9
+    """A FlowIn: its piece sends to the first switch, and the task that joins them."""
+    FLOW_OUT = 10
+    """A FlowOut: its piece receives from the last switch, and the task that joins them."""
+    SWITCH = 11
+    """A switch forwarding, reducing or copying a piece of an in-network flow."""
 
 
-DETAIL_NAMES = ("send", "recv", "recv", "copy", "reduce", "reduce", "comp", "noop", "gate")
+DETAIL_NAMES = (
+    "send",
+    "recv",
+    "recv",
+    "copy",
+    "reduce",
+    "reduce",
+    "comp",
+    "noop",
+    "gate",
+    "flow-in",
+    "flow-out",
+    "switch",
+)
 """Short name per `Detail` value."""
 
 
@@ -107,6 +127,9 @@ class TaskGraph:
     """The ranks of several program instances run together (`backends.sim.concurrent`):
     ranks of different instances may share an NPU, and a start gate may depend on tasks of
     other ranks."""
+    switch_ranks: tuple[int, ...] = ()
+    """Ranks that stand for switches running in-network flows (`expand_flows`): placed on
+    switch nodes, not NPUs."""
     _partners: I64 | None = field(default=None, repr=False)
     _succ: tuple[I64, I64] | None = field(default=None, repr=False)
 
@@ -277,8 +300,12 @@ def tasks_from_program(
     *,
     reduce_micros: int | None = None,
     fold_reductions: bool = False,
+    topology: Topology | None = None,
 ) -> TaskGraph:
     """The task graph of ``program`` with chunks of ``chunk_bytes``.
+
+    A program with in-network flows needs its ``topology`` (the flows' trees): see
+    `expand_flows`.
 
     Message bytes are ``count x chunk_bytes``. Reductions (Reduce, and the reduction half of a
     reducing Recv) take ``cost.reduction_ns(bytes)``; copies take nothing. ``duration_us`` of a
@@ -305,10 +332,34 @@ def tasks_from_program(
     g_task = f[g_ops] - 1
 
     detail_of_op = np.array(
-        [Detail.SEND, Detail.RECV, Detail.RECV_REDUCE, Detail.COPY, Detail.REDUCE], dtype=np.int8
+        [
+            Detail.SEND,
+            Detail.RECV,
+            Detail.RECV_REDUCE,
+            Detail.COPY,
+            Detail.REDUCE,
+            Detail.NOOP,
+            Detail.NOOP,
+            Detail.NOOP,
+            Detail.FLOW_IN,
+            Detail.FLOW_OUT,
+        ],
+        dtype=np.int8,
     )
     kind_of_op = np.array(
-        [TaskKind.SEND, TaskKind.RECV, TaskKind.RECV, TaskKind.COMP, TaskKind.COMP], dtype=np.int8
+        [
+            TaskKind.SEND,
+            TaskKind.RECV,
+            TaskKind.RECV,
+            TaskKind.COMP,
+            TaskKind.COMP,
+            TaskKind.COMP,
+            TaskKind.COMP,
+            TaskKind.COMP,
+            TaskKind.COMP,
+            TaskKind.COMP,
+        ],
+        dtype=np.int8,
     )
     kind = np.full(n, TaskKind.COMP, dtype=np.int8)
     detail = np.full(n, Detail.REDUCE_RECEIVED, dtype=np.int8)
@@ -384,7 +435,7 @@ def tasks_from_program(
 
     local = p.local_ids().astype(np.int64)
     c = p.collective
-    return TaskGraph(
+    graph = TaskGraph(
         npus=tuple(c.npu(r) for r in range(p.num_ranks)),
         rank_offsets=first[p.rank_offsets],
         kind=kind,
@@ -401,4 +452,229 @@ def tasks_from_program(
         origin=local[op_of_task],
         source="program",
         semantics_checked=True,
+    )
+    if not p.has_flows:
+        return graph
+    if topology is None:
+        raise SimError("the program has in-network flows: simulating it needs its topology")
+    return expand_flows(graph, p, f, topology, chunk_bytes, cost)
+
+
+def expand_flows(
+    graph: TaskGraph,
+    program: Program,
+    own_task: I64,
+    topology: Topology,
+    chunk_bytes: int,
+    cost: CostModel,
+) -> TaskGraph:
+    """``graph`` with every in-network flow run piece by piece through its tree.
+
+    In ``graph`` each FlowIn and FlowOut is one COMP task of no work (``own_task[op]``).
+    Here that task becomes the join of the op's piece messages, which take over its
+    dependencies: a FlowIn sends each piece to its NPU's switch, a FlowOut receives each from
+    its switch. Every switch of a flow's tree gets a rank of its own (appended after the
+    program's ranks, in switch order) whose tasks receive each piece from the up children,
+    send it on to the parent (the reduction, at line rate) or, at the root and on the way
+    down, to every down child (the multicast). Messages carry the flow id as their tag and
+    route over the one link between the two nodes; the rules are `topologies.cost_model`'s.
+    """
+    from topologies.errors import TopologyError
+    from topologies.innetwork import FlowTrees
+
+    p, c = program, program.collective
+    try:
+        trees = FlowTrees(topology)
+    except TopologyError as e:
+        raise SimError(e.message) from None
+    R = graph.num_ranks
+    op_rank = p.op_rank()
+    ins: dict[int, list[int]] = {}
+    outs: dict[int, list[int]] = {}
+    for g in np.flatnonzero(p.kind >= OpKind.FLOW_IN).tolist():
+        side = ins if int(p.kind[g]) == OpKind.FLOW_IN else outs
+        side.setdefault(int(p.tag[g]), []).append(g)
+
+    # Rows of new tasks: (kind, detail, peer, nbytes, tag, origin, route) plus deps given as
+    # ("old", base task) or ("new", row) references, resolved once every index is known.
+    inserted: dict[int, list[int]] = {}  # base join task -> rows of its pieces
+    rows: list[tuple[int, int, int, int, int, int, tuple[int, ...]]] = []
+    row_deps: list[list[tuple[bool, int]]] = []
+    row_rank: list[int] = []
+    switch_rank: dict[int, int] = {}
+
+    def sw(node: int) -> int:
+        if node not in switch_rank:
+            switch_rank[node] = R + len(switch_rank)
+        return switch_rank[node]
+
+    def add(
+        rank: int,
+        row: tuple[int, int, int, int, int, int, tuple[int, ...]],
+        deps: list[tuple[bool, int]],
+    ) -> int:
+        rows.append(row)
+        row_deps.append(deps)
+        row_rank.append(rank)
+        return len(rows) - 1
+
+    base_deps = graph.dep_offsets
+    for f in sorted(ins):
+        fi, fo = ins[f], outs[f]
+        npu_rank = {c.npu(int(op_rank[g])): int(op_rank[g]) for g in fi + fo}
+        tree = trees.tree(
+            [c.npu(int(op_rank[g])) for g in fi], [c.npu(int(op_rank[g])) for g in fo]
+        )
+        pieces = cost.flow_pieces(int(p.count[fi[0]]) * int(chunk_bytes))
+
+        def agent(node: int, npu_rank: dict[int, int] = npu_rank) -> int:
+            return npu_rank[node] if node < topology.num_npus else sw(node)
+
+        # The NPUs' piece sends and receives, in front of their join tasks.
+        for g, kind, det in (
+            *((g, TaskKind.SEND, Detail.FLOW_IN) for g in fi),
+            *((g, TaskKind.RECV, Detail.FLOW_OUT) for g in fo),
+        ):
+            r = int(op_rank[g])
+            v = c.npu(r)
+            s_node = trees.parent[v]
+            t = int(own_task[g])
+            old = [(False, int(d)) for d in graph.deps[base_deps[t] : base_deps[t + 1]]]
+            route = (v, s_node) if kind == TaskKind.SEND else ()
+            origin = int(graph.origin[t])
+            inserted[t] = [
+                add(r, (kind, det, sw(s_node), b, f, origin, route), old) for b in pieces
+            ]
+        # The switches, piece by piece.
+        up_children: dict[int, list[int]] = {}
+        up_parent: dict[int, int] = {}
+        for a, b in tree.up:
+            up_children.setdefault(b, []).append(a)
+            up_parent[a] = b
+        down_children: dict[int, list[int]] = {}
+        down_parent: dict[int, int] = {}
+        for a, b in tree.down:
+            down_children.setdefault(a, []).append(b)
+            down_parent[b] = a
+        nodes = sorted({*up_children, *down_children, *down_parent} - set(range(topology.num_npus)))
+        sw_detail = int(Detail.SWITCH)
+        for j, b in enumerate(pieces):
+            del j
+            for s in nodes:
+                rs = sw(s)
+                have: list[tuple[bool, int]] = []
+                if s in up_children:
+                    have = [
+                        (True, add(rs, (TaskKind.RECV, sw_detail, agent(ch), b, f, -1, ()), []))
+                        for ch in up_children[s]
+                    ]
+                    if s != tree.root:
+                        pa = up_parent[s]
+                        add(rs, (TaskKind.SEND, sw_detail, agent(pa), b, f, -1, (s, pa)), have)
+                if s in down_parent:
+                    pa = down_parent[s]
+                    have = [
+                        (True, add(rs, (TaskKind.RECV, sw_detail, agent(pa), b, f, -1, ()), []))
+                    ]
+                for ch in down_children.get(s, ()):
+                    add(rs, (TaskKind.SEND, sw_detail, agent(ch), b, f, -1, (s, ch)), have)
+
+    # Lay out: each program rank's base tasks with the pieces in front of their joins, then
+    # the switch ranks' rows in order.
+    n = graph.num_tasks
+    ins_count = np.zeros(n, dtype=np.int64)
+    for t, rs_ in inserted.items():
+        ins_count[t] = len(rs_)
+    new_of = np.arange(n, dtype=np.int64) + np.cumsum(ins_count)
+    before = np.concatenate(([0], np.cumsum(ins_count)))
+    new_rank_offsets = np.zeros(R + 1 + len(switch_rank), dtype=np.int64)
+    new_rank_offsets[: R + 1] = graph.rank_offsets + before[graph.rank_offsets]
+    program_tasks = int(new_rank_offsets[R])
+    row_at = np.full(len(rows), -1, dtype=np.int64)
+    for t, rs_ in inserted.items():
+        start = int(new_of[t]) - len(rs_)
+        row_at[rs_] = np.arange(start, start + len(rs_), dtype=np.int64)
+    sw_rows = np.flatnonzero(row_at < 0)
+    rr = np.asarray(row_rank, dtype=np.int64)[sw_rows]
+    order = sw_rows[np.argsort(rr, kind="stable")]
+    row_at[order] = program_tasks + np.arange(len(order), dtype=np.int64)
+    per_switch = np.bincount(rr - R, minlength=len(switch_rank))
+    new_rank_offsets[R + 1 :] = program_tasks + np.cumsum(per_switch)
+    total = program_tasks + len(order)
+
+    kind = np.empty(total, dtype=np.int8)
+    detail = np.empty(total, dtype=np.int8)
+    peer = np.empty(total, dtype=np.int64)
+    nbytes = np.empty(total, dtype=np.int64)
+    tag = np.empty(total, dtype=np.int64)
+    origin = np.empty(total, dtype=np.int64)
+    duration_ns = np.zeros(total, dtype=np.float64)
+    duration_us = np.zeros(total, dtype=np.int64)
+    for name, arr in (
+        ("kind", kind),
+        ("detail", detail),
+        ("peer", peer),
+        ("nbytes", nbytes),
+        ("tag", tag),
+        ("origin", origin),
+        ("duration_ns", duration_ns),
+        ("duration_us", duration_us),
+    ):
+        arr[new_of] = getattr(graph, name)
+    if rows:
+        cols = list(zip(*rows, strict=True))
+        for i, arr in enumerate((kind, detail, peer, nbytes, tag, origin)):
+            arr[row_at] = np.asarray(cols[i], dtype=arr.dtype)
+    # Dependencies and routes, task by task in the new order.
+    dep_lists: list[list[int]] = [[] for _ in range(total)]
+    routes: list[tuple[int, ...]] = [()] * total
+    old_deps = graph.deps.tolist()
+    new_of_l = new_of.tolist()
+    for t in range(n):
+        nt = new_of_l[t]
+        if t in inserted:
+            dep_lists[nt] = [int(row_at[x]) for x in inserted[t]]
+        else:
+            dep_lists[nt] = [new_of_l[d] for d in old_deps[base_deps[t] : base_deps[t + 1]]]
+        a, b = int(graph.route_offsets[t]), int(graph.route_offsets[t + 1])
+        if b > a:
+            routes[nt] = tuple(int(x) for x in graph.route_nodes[a:b])
+    for i, deps_i in enumerate(row_deps):
+        at = int(row_at[i])
+        dep_lists[at] = [int(row_at[x]) if is_row else new_of_l[x] for is_row, x in deps_i]
+        routes[at] = rows[i][6]
+    dep_offsets = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in dep_lists], out=dep_offsets[1:])
+    deps = np.fromiter(
+        (x for d in dep_lists for x in d), dtype=np.int64, count=int(dep_offsets[-1])
+    )
+    route_offsets = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum([len(rt) for rt in routes], out=route_offsets[1:])
+    route_nodes = np.fromiter(
+        (x for rt in routes for x in rt), dtype=np.int64, count=int(route_offsets[-1])
+    )
+    switches = sorted(switch_rank, key=switch_rank.__getitem__)
+    return TaskGraph(
+        npus=(*graph.npus, *switches),
+        rank_offsets=new_rank_offsets,
+        kind=kind,
+        detail=detail,
+        peer=peer,
+        nbytes=nbytes,
+        tag=tag,
+        duration_ns=duration_ns,
+        duration_us=duration_us,
+        dep_offsets=dep_offsets,
+        deps=deps,
+        route_offsets=route_offsets,
+        route_nodes=route_nodes,
+        origin=origin,
+        source=graph.source,
+        semantics_checked=graph.semantics_checked,
+        notes=(
+            *graph.notes,
+            "in-network flows cut into pieces that pipeline through the switches "
+            "(reduction at line rate, multicast at the switch)",
+        ),
+        switch_ranks=tuple(range(R, R + len(switch_rank))),
     )

@@ -312,13 +312,13 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
     if not has_op.all():
         bad = int(np.flatnonzero(~has_op)[0])
         raise EtDecodeError(f"node {bad} lacks the collc_op attribute", t.file, int(t.offsets[bad]))
-    bad_op = np.flatnonzero((cop < 0) | (cop > layout.OP_GATE))
+    bad_op = np.flatnonzero((cop < 0) | (cop > OpKind.FLOW_OUT))
     if bad_op.size:
         b = int(bad_op[0])
         raise EtDecodeError(
             f"node {b} has unknown collc_op {int(cop[b])}", t.file, int(t.offsets[b])
         )
-    is_op = cop <= OpKind.REDUCE
+    is_op = (cop <= OpKind.REDUCE) | (cop >= OpKind.FLOW_IN)
     is_comp5 = cop == layout.OP_REDUCE_AFTER_RECV
     idle = np.flatnonzero(cop == layout.OP_IDLE)
     if idle.size and n != 1:
@@ -369,6 +369,7 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
     kind = cop[op_nodes]
     send = kind == OpKind.SEND
     recv = (kind == OpKind.RECV) | (kind == OpKind.RECV_REDUCE)
+    flow_in, flow_out = kind == OpKind.FLOW_IN, kind == OpKind.FLOW_OUT
 
     def attr(name: str, default: int) -> I64:
         values, _ = t.int_attr(name, default)
@@ -381,7 +382,7 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
         raise EtDecodeError(
             f"node {bad} lacks the collc_count attribute", t.file, int(t.offsets[bad])
         )
-    is_msg = send | recv
+    is_msg = send | recv | flow_in | flow_out
     comm_size = attr("comm_size", -1)
     want = count[op_nodes].astype(np.float64) * float(chunk_bytes)
     wrong = np.flatnonzero(is_msg & (comm_size.astype(np.float64) != want))
@@ -427,7 +428,10 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
     }
     # A buffer an operation uses must be input, output or scratch (codes 0..2): anything else
     # is no Program at all, not even a wrong one (it could not be printed or verified).
-    for field, used in (("collc_src_buf", ~recv), ("collc_dst_buf", ~send)):
+    for field, used in (
+        ("collc_src_buf", ~recv & ~flow_out),
+        ("collc_dst_buf", ~send & ~flow_in),
+    ):
         code = columns[field[6:]]
         nobuf = np.flatnonzero(used & ((code < 0) | (code > 2)))
         if nobuf.size:

@@ -3,6 +3,8 @@
 Per rank, operations become nodes in program order, ids 0, 1, ... in file order:
 
 - ``Send`` -> COMM_SEND_NODE; ``Recv`` -> COMM_RECV_NODE; ``Copy``/``Reduce`` -> COMP_NODE;
+  ``FlowIn``/``FlowOut`` (in-network flows) -> COMM_COLL_NODE, which only collc reads: a
+  program with flows cannot run in ASTRA-sim, whose switches do not reduce;
 - a reducing ``Recv`` -> COMM_RECV_NODE followed by a COMP_NODE (the reduction) that
   data-depends on it; operations that depend on the reducing receive depend on that COMP node;
 - a ``Send`` with an ``after`` hint (send ``A`` of its rank) -> a gate COMP_NODE (duration 0,
@@ -23,18 +25,18 @@ is_cpu_op             bool        every node, false
 comm_src, comm_dst    int32       send/recv: sender and receiver rank (own rank on its side)
 comm_tag              int32       send/recv: the message's number between its ordered pair of
                                   ranks (`comm_tags`), equal on the send and its receive
-comm_size             int64       send/recv: count x chunk bytes (> 0)
+comm_size             int64       send/recv/flow: count x chunk bytes (> 0)
 msg_chunk_cnt         int32       send/recv: count
 total_chunk_cnt       int32       send/recv: the collective's size in chunks (``size_chunks``)
 num_ops               int64       COMP: bytes reduced (one operation a byte); 0 for copy/idle
 tensor_size           uint64      COMP: bytes read/written (count x chunk bytes)
-collc_op              int32       every node: `OpKind` value, 5 = reduction after a reducing
-                                  receive, 6 = idle, 7 = gate
-collc_peer            int32       copy/reduce whose peer column is not -1
+collc_op              int32       every node: `OpKind` value (0-4, 8 flow-in, 9 flow-out), 5 =
+                                  reduction after a reducing receive, 6 = idle, 7 = gate
+collc_peer            int32       copy/reduce/flow whose peer column is not -1
 collc_src_buf/_index  int32       op nodes, except a recv whose value is -1
 collc_dst_buf/_index  int32       op nodes, except a send whose value is -1
 collc_count           int32       op nodes
-collc_tag             int32       send/recv; copy/reduce when not 0
+collc_tag             int32       send/recv; flow-in/out (the flow id); copy/reduce when not 0
 collc_channel         int32       op nodes whose channel hint is not -1
 collc_threadblock     int32       op nodes whose threadblock hint is not -1
 collc_after           int32       sends whose after hint is not -1
@@ -78,12 +80,24 @@ OP_REDUCE_AFTER_RECV = 5
 OP_IDLE = 6
 OP_GATE = 7
 
-NODE_NAMES = ("send", "recv", "recv_reduce", "copy", "reduce", "reduce_received", "idle", "gate")
+NODE_NAMES = (
+    "send",
+    "recv",
+    "recv_reduce",
+    "copy",
+    "reduce",
+    "reduce_received",
+    "idle",
+    "gate",
+    "flow_in",
+    "flow_out",
+)
 """Node name per ``collc_op`` value."""
 
 NODE_TYPES = np.array(
     [s.NodeType.COMM_SEND_NODE, s.NodeType.COMM_RECV_NODE, s.NodeType.COMM_RECV_NODE]
-    + [s.NodeType.COMP_NODE] * 5,
+    + [s.NodeType.COMP_NODE] * 5
+    + [s.NodeType.COMM_COLL_NODE] * 2,
     dtype=np.int64,
 )
 """Node type per ``collc_op`` value."""
@@ -499,11 +513,12 @@ def _table(
     """The table of nodes whose op columns (per node; a reduction node repeats its receive's)
     are given; attributes as the module docstring lists them."""
     nn = len(ids)
-    is_opnode = cop <= OpKind.REDUCE
+    is_flow = cop >= OpKind.FLOW_IN
+    is_opnode = (cop <= OpKind.REDUCE) | is_flow
     is_send = cop == OpKind.SEND
     is_recv = (cop == OpKind.RECV) | (cop == OpKind.RECV_REDUCE)
     is_comm = is_send | is_recv
-    is_comp = ~is_comm
+    is_comp = ~is_comm & ~is_flow
     is_reduction = (cop == OpKind.REDUCE) | (cop == OP_REDUCE_AFTER_RECV)
     count = np.where((cop == OP_IDLE) | (cop == OP_GATE), 0, count)
     nbytes = count * lay.chunk_bytes
@@ -513,7 +528,7 @@ def _table(
         AttrSpec("comm_src", s.INT32_VAL, np.where(is_send, node_rank, peer), is_comm),
         AttrSpec("comm_dst", s.INT32_VAL, np.where(is_send, peer, node_rank), is_comm),
         AttrSpec("comm_tag", s.INT32_VAL, ctag, is_comm),
-        AttrSpec("comm_size", s.INT64_VAL, nbytes, is_comm),
+        AttrSpec("comm_size", s.INT64_VAL, nbytes, is_comm | is_flow),
         AttrSpec("msg_chunk_cnt", s.INT32_VAL, count, is_comm),
         AttrSpec(
             "total_chunk_cnt",
@@ -524,7 +539,7 @@ def _table(
         AttrSpec("num_ops", s.INT64_VAL, np.where(is_reduction, nbytes, 0), is_comp),
         AttrSpec("tensor_size", s.UINT64_VAL, nbytes, is_comp),
         AttrSpec("collc_op", s.INT32_VAL, cop),
-        AttrSpec("collc_peer", s.INT32_VAL, peer, is_opnode & is_comp & (peer != -1)),
+        AttrSpec("collc_peer", s.INT32_VAL, peer, is_opnode & ~is_comm & (peer != -1)),
         AttrSpec("collc_src_buf", s.INT32_VAL, src_buf, is_opnode & ~(is_recv & (src_buf == -1))),
         AttrSpec(
             "collc_src_index", s.INT32_VAL, src_index, is_opnode & ~(is_recv & (src_index == -1))
@@ -534,7 +549,7 @@ def _table(
             "collc_dst_index", s.INT32_VAL, dst_index, is_opnode & ~(is_send & (dst_index == -1))
         ),
         AttrSpec("collc_count", s.INT32_VAL, count, is_opnode),
-        AttrSpec("collc_tag", s.INT32_VAL, tag, is_opnode & (is_comm | (tag != 0))),
+        AttrSpec("collc_tag", s.INT32_VAL, tag, is_opnode & (is_comm | is_flow | (tag != 0))),
         AttrSpec("collc_channel", s.INT32_VAL, channel, is_opnode & (channel != -1)),
         AttrSpec("collc_threadblock", s.INT32_VAL, threadblock, is_opnode & (threadblock != -1)),
         AttrSpec("collc_after", s.INT32_VAL, after, is_opnode & (after != -1)),

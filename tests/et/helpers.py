@@ -106,8 +106,8 @@ def programs(draw: st.DrawFn, max_ops: int = 12) -> Program:
                 if comm
                 else draw(st.sampled_from([-1, -1, 3]))
             )
-            src = k in (OpKind.SEND, OpKind.COPY, OpKind.REDUCE)
-            dst = k != OpKind.SEND
+            src = k in (OpKind.SEND, OpKind.COPY, OpKind.REDUCE, OpKind.FLOW_IN)
+            dst = k not in (OpKind.SEND, OpKind.FLOW_IN)
             cols["src_buf"].append(
                 draw(st.integers(0, 2)) if src else draw(st.sampled_from([-1, -1, 1]))
             )
