@@ -22,6 +22,7 @@ from baselines.hierarchical import (
     hierarchical_granularity,
     hierarchical_program,
 )
+from baselines.innetwork import INNETWORK_KINDS, innetwork_granularity, innetwork_program
 from baselines.order import ring_order
 from baselines.rhd import RHD_KINDS, rhd_granularity, rhd_program
 from baselines.ring import RING_KINDS, ring_granularity, ring_program
@@ -64,6 +65,11 @@ def _dimensional(collective: Collective, topology: Topology) -> Program:
 def _hierarchical(collective: Collective, topology: Topology) -> Program:
     name = program_name("hierarchical", collective)
     return hierarchical_program(collective, topology, Scheduler.BASELINE, name=name)
+
+
+def _innetwork(collective: Collective, topology: Topology) -> Program:
+    name = program_name("fred-innetwork", collective)
+    return innetwork_program(collective, topology, name=name)
 
 
 def _themis(collective: Collective, topology: Topology) -> Program:
@@ -142,10 +148,19 @@ ALGORITHMS: dict[str, Baseline] = {
             _themis,
             pipeline_default=8,
         ),
+        Baseline(
+            "fred-innetwork",
+            "in-network (FRED): the switches reduce and multicast while forwarding; all-reduce "
+            "is one flow in which every NPU sends and receives the buffer once, reduce-scatter "
+            "and all-gather one flow per rank (needs fred:N or switch:N,innet=yes)",
+            INNETWORK_KINDS,
+            innetwork_granularity,
+            _innetwork,
+        ),
     )
 }
 """Every baseline by name: ring, ring-bidir, direct, rhd, dbt, dimensional, hierarchical,
-themis."""
+themis, fred-innetwork."""
 
 __all__ = [
     "ALGORITHMS",
@@ -155,6 +170,7 @@ __all__ = [
     "dimensional_program",
     "direct_program",
     "hierarchical_program",
+    "innetwork_program",
     "rhd_program",
     "ring_order",
     "ring_program",

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chakra_ir.collective import Collective
-from chakra_ir.program import COLUMNS, Program
+from chakra_ir.program import COLUMNS, OpKind, Program
 from topologies.errors import CollcError
 
 I64 = npt.NDArray[np.int64]
@@ -26,8 +26,9 @@ def merge_groups(collective: Collective, programs: Sequence[Program], name: str 
     """The Program of ``collective`` (split into groups) whose group ``g`` runs ``programs[g]``.
 
     ``programs[g]`` must be a program of ``collective.group_collective(g)`` (same kind, chunks,
-    in-place flag and NPUs); its operations, dependencies and hints are kept as they are and its
-    peers renamed to the ranks of the group. Raises CollcError when a program does not fit its
+    in-place flag and NPUs); its operations, dependencies and hints are kept as they are, its
+    peers renamed to the ranks of the group and its in-network flows renumbered after the
+    flows of the groups before it (flow ids are program-wide). Raises CollcError when a program does not fit its
     group.
     """
     c = collective
@@ -57,6 +58,10 @@ def merge_groups(collective: Collective, programs: Sequence[Program], name: str 
     for g, members in enumerate(c.groups):
         src_prog[list(members)] = g
         src_rank[list(members)] = np.arange(len(members))
+    flow_base = np.zeros(len(programs), dtype=np.int64)
+    for g, p in enumerate(programs[:-1]):
+        flows = p.tag[p.kind >= OpKind.FLOW_IN]
+        flow_base[g + 1] = flow_base[g] + (int(flows.max()) + 1 if flows.size else 0)
     parts: dict[str, list[npt.NDArray[np.generic]]] = {k: [] for k in COLUMNS}
     dep_parts: list[I64] = []
     dep_counts: list[I64] = []
@@ -75,6 +80,8 @@ def merge_groups(collective: Collective, programs: Sequence[Program], name: str 
             col = getattr(p, k)[a:b]
             if k == "peer":
                 col = np.where(col >= 0, ranks_of[np.maximum(col, 0)], -1)
+            elif k == "tag" and flow_base[src_prog[r]]:
+                col = np.where(p.kind[a:b] >= OpKind.FLOW_IN, col + flow_base[src_prog[r]], col)
             parts[k].append(col)
         da, db = int(p.dep_offsets[a]), int(p.dep_offsets[b])
         dep_parts.append(p.deps[da:db].astype(np.int64))

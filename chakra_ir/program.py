@@ -312,6 +312,18 @@ class Program:
         """Whether any operation is an in-network flow's FlowIn or FlowOut."""
         return bool(np.any(self.kind >= OpKind.FLOW_IN))
 
+    def flow_refusal(self, target: str, why: str) -> str | None:
+        """The one-line reason a consumer that cannot express in-network flows gives for
+        refusing this program (None when it has none): the first flow op, ``target`` and
+        ``why``."""
+        at = np.flatnonzero(self.kind >= OpKind.FLOW_IN)
+        if not at.size:
+            return None
+        return (
+            f"{self.describe_op(int(at[0]))}: the program uses in-network flows, which "
+            f"{target} cannot express ({why})"
+        )
+
     # -- object view ---------------------------------------------------------------------------
     def op(self, rank: int, local: int) -> Op:
         """One operation as an object (cheap enough for tests and error messages)."""

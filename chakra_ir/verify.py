@@ -56,6 +56,8 @@ class VerifyReport:
     operations: int
     messages: int
     checks: tuple[str, ...] = ("structure", "progress", "semantics", "races")
+    flows: int = 0
+    """In-network flows."""
 
 
 class _Checker:
@@ -716,7 +718,7 @@ def verify(program: Program) -> VerifyReport:
         if was_enabled:
             gc.enable()
     messages = int(np.count_nonzero(program.kind == SEND))
-    return VerifyReport(program.num_ranks, program.num_ops, messages)
+    return VerifyReport(program.num_ranks, program.num_ops, messages, flows=len(checker.flow_ins))
 
 
 def verify_routes(program: Program, topology: Topology) -> None:

@@ -144,6 +144,7 @@ def _summary(
         "completion": m.completion,
         "operations": p.num_ops,
         "messages": result.report.messages,
+        "flows": result.report.flows,
         "verified": list(result.report.checks),
         "estimated_ns": result.estimated_ns,
         "lower_bound_ns": result.bound[1],
@@ -197,7 +198,15 @@ def _print_summary(s: dict[str, Any]) -> None:
         bound += f", ratio {s['ratio']:.3f}"
     rows += [
         ("lower bound", bound),
-        ("operations", f"{s['operations']} ({s['messages']} messages)"),
+        (
+            "operations",
+            f"{s['operations']} ({s['messages']} messages"
+            + (
+                f", {s['flows']} in-network flow{'s' * (s['flows'] != 1)})"
+                if s.get("flows")
+                else ")"
+            ),
+        ),
         ("verified", ", ".join(s["verified"])),
         ("seconds", ", ".join(f"{k} {v:.3f}" for k, v in s["seconds"].items())),
     ]
@@ -497,6 +506,7 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
         "ranks": report.ranks,
         "operations": report.operations,
         "messages": report.messages,
+        "flows": report.flows,
         "checks": list(report.checks),
         "algorithm": manifest.algorithm,
     }
@@ -505,7 +515,13 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
         data,
         lambda: click.echo(
             f"{folder}: ok: {program.collective.describe()}, {report.operations} operations, "
-            f"{report.messages} messages ({', '.join(report.checks)})"
+            f"{report.messages} messages"
+            + (
+                f", {report.flows} in-network flow{'s' * (report.flows != 1)}"
+                if report.flows
+                else ""
+            )
+            + f" ({', '.join(report.checks)})"
         ),
     )
 

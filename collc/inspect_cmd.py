@@ -9,7 +9,7 @@ import numpy as np
 
 from chakra_ir.et import AttrValue, EtNode, read_et_file
 from chakra_ir.outdir import Manifest
-from chakra_ir.program import Copy, Program, Recv, Send, Slice
+from chakra_ir.program import Copy, FlowIn, FlowOut, Program, Recv, Send, Slice
 
 
 def _slice(s: Slice) -> dict[str, Any]:
@@ -28,6 +28,10 @@ def program_json(manifest: Manifest, program: Program) -> dict[str, Any]:
             elif isinstance(op, Recv):
                 d |= {"op": "recv", "peer": op.peer, "dst": _slice(op.dst), "tag": op.tag}
                 d["reduce"] = op.reduce
+            elif isinstance(op, FlowIn):
+                d |= {"op": "flow-in", "flow": op.flow, "src": _slice(op.src)}
+            elif isinstance(op, FlowOut):
+                d |= {"op": "flow-out", "flow": op.flow, "dst": _slice(op.dst)}
             else:
                 d |= {"op": "copy" if isinstance(op, Copy) else "reduce"}
                 d |= {"src": _slice(op.src), "dst": _slice(op.dst)}

@@ -53,6 +53,11 @@ ALGORITHMS: dict[str, str] = {
         "hierarchical with Themis (offlineGreedy) scheduling: each stream its own "
         "dimension order, chosen to keep heterogeneous dimensions equally busy"
     ),
+    "fred-innetwork": (
+        "in-network (FRED): the switches reduce and multicast while forwarding; all-reduce "
+        "is one flow in which every NPU sends and receives the buffer once, reduce-scatter "
+        "and all-gather one flow per rank (needs fred:N or switch:N,innet=yes)"
+    ),
 }
 """Producers by name, with their descriptions (`collc.pipeline.DESCRIPTIONS`)."""
 

@@ -32,7 +32,9 @@ receives and sends a value for every element of the buffer (``ingress``, ``egres
 over the whole buffer), and the larger of the Reduce-Scatter's and the All-Gather's cut and
 latency bounds; not their sums, which a program that overlaps the phases can beat. Broadcast: the root's ``M`` must
 reach every rank; Reduce: Broadcast on the transpose; Gather: everything must reach the root;
-Scatter: Gather on the transpose.
+Scatter: Gather on the transpose. All-Reduce on a topology whose switches reduce and
+multicast (`Topology.in_network`): ``total`` does not hold, ``in-network`` (the whole buffer
+through each rank's links once, plus the latency to the farthest rank) takes its place.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def lower_bounds(
     if kind is CollectiveKind.REDUCE_SCATTER:
         return _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
     if kind is CollectiveKind.ALLREDUCE:
-        return _allreduce(net, ranks, size_bytes, c, cost, shape, chunked)
+        b = _allreduce(net, ranks, size_bytes, c, cost, shape, chunked)
+        return _in_network(b, net, ranks, size_bytes, cost) if topology.in_network else b
     if kind is CollectiveKind.BROADCAST:
         return _rooted(
             net, ranks, ranks[root], size_bytes, n * c, cost, toward=False, chunked=chunked
@@ -227,6 +230,49 @@ def _allreduce(
         "latency": "the larger latency bound of the reduce-scatter and the all-gather",
     }
     return Bounds(items, {k: desc[k] for k in items}, a.exact_cut)
+
+
+def _in_network(b: Bounds, net: Net, ranks: list[int], size: float, cost: CostModel) -> Bounds:
+    """All-Reduce bounds on a topology whose switches reduce and multicast.
+
+    The ``total`` bound (``2(n-1)`` buffers through the ranks' out-links) assumes that only
+    ranks reduce; inside the network one copy of each rank's buffer suffices, so it is
+    dropped. In its place, ``in-network``: every element of every result sums every rank's
+    input, so each rank sends its whole buffer, and the last byte it sends must still reach the
+    farthest other rank (``egress`` through the out-links, then the latency of the rest of the
+    path); likewise each rank receives the whole buffer, whose first byte cannot reach its
+    in-links before the nearest other rank's data can.
+    """
+    out, inn = _adjacency(net)
+    npus = net.num_npus
+    dist: dict[int, list[float]] = {}
+
+    def from_node(x: int) -> list[float]:
+        if x not in dist:
+            dist[x] = _dijkstra(out, x, 0.0, cost, npus)
+        return dist[x]
+
+    others = set(ranks)
+    worst = 0.0
+    for r in ranks:
+        rest = min(
+            (max(from_node(lk.dst)[v] for v in others if v != r) for lk in out[r]),
+            default=math.inf,
+        )
+        worst = max(worst, _fluid(out[r], size) + rest)
+        first = min(
+            (min(from_node(v)[lk.src] for v in others if v != r) for lk in inn[r]),
+            default=math.inf,
+        )
+        worst = max(worst, first + _fluid(inn[r], size))
+    items = {k: v for k, v in b.items.items() if k != "total"}
+    items["in-network"] = worst
+    desc = {k: v for k, v in b.descriptions.items() if k != "total"}
+    desc["in-network"] = (
+        "switches reduce and multicast: every rank sends and receives the whole buffer once, "
+        "plus the latency its last byte needs to reach the farthest rank"
+    )
+    return Bounds(items, desc, b.exact_cut)
 
 
 def _fluid(links: Sequence[LinkCost], nbytes: float) -> float:

@@ -97,9 +97,9 @@ class Topology:
         self._routes: dict[tuple[int, int], tuple[int, ...]] = {}
         self._route_links: dict[tuple[int, int], tuple[int, ...]] = {}
         self._bfs: dict[int, list[int]] = {}
-        self._key: (
-            tuple[int, int, bool, tuple[tuple[int, int, float, float, int], ...]] | None
-        ) = None
+        self._key: tuple[int, int, bool, tuple[tuple[int, int, float, float, int], ...]] | None = (
+            None
+        )
 
     # --- plain attributes -------------------------------------------------------------------
 

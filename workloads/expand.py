@@ -128,7 +128,11 @@ def run_contended(
         if g is None:
             e = expansion(call)
             g = tasks_from_program(
-                e.program, e.chunk_bytes, cost, fold_reductions=m.fold_reductions
+                e.program,
+                e.chunk_bytes,
+                cost,
+                fold_reductions=m.fold_reductions,
+                topology=topology,
             )
             graphs[call] = g
         return g

@@ -319,6 +319,11 @@ def _json(data: Any) -> bytes:
 def plan_bundle(program: Program, topology: Topology, options: AstraOptions) -> BundlePlan:
     """Check that the bundle can be written and decide its content; `AstraExportError` for
     every refusal (nothing is written here)."""
+    refusal = program.flow_refusal(
+        "an ASTRA-sim bundle", "ASTRA-sim's network backends have no reducing switches"
+    )
+    if refusal:
+        raise AstraExportError(refusal)
     _refuse_collective(program)
     dims = astra_dimensions(topology)
     group = _group(program, topology)

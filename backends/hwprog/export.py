@@ -181,6 +181,11 @@ def plan(
     """Check and decide everything; raises `HwProgError` (`HwDeadlockError` for a cycle)."""
     o = options or HwOptions()
     o.check()
+    refusal = program.flow_refusal(
+        f"a {target} hardware program", f"{target} routers forward packets and never reduce"
+    )
+    if refusal:
+        raise HwProgError(refusal)
     grid = grid_of(topology, target)
     p = program
     coll = p.collective

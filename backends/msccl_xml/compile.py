@@ -43,6 +43,11 @@ def header(program: Program, options: XmlOptions) -> tuple[str, str]:
     """The ``name`` and ``coll`` attributes; refuses a custom collective, or one split into
     process groups, without ``coll``."""
     c = program.collective
+    refusal = program.flow_refusal(
+        "MSCCL-IR XML", "the MSCCL runtime moves data between GPUs; its switches do not reduce"
+    )
+    if refusal:
+        raise XmlExportError(refusal)
     name = options.name or program.name or c.name or c.kind.value
     if options.coll:
         return name, options.coll

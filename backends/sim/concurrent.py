@@ -89,7 +89,13 @@ def simulate_instances(
     _check_acyclic(instances, index)
     m = get_model(model)
     graphs = [
-        tasks_from_program(x.program, x.chunk_bytes, cost, fold_reductions=m.fold_reductions)
+        tasks_from_program(
+            x.program,
+            x.chunk_bytes,
+            cost,
+            fold_reductions=m.fold_reductions,
+            topology=topology,
+        )
         for x in instances
     ]
     merged, rank_map = _merge(instances, graphs, index)
@@ -255,6 +261,9 @@ def _merge(
         semantics_checked=all(g.semantics_checked for g in graphs),
         notes=tuple(dict.fromkeys(nt for g in graphs for nt in g.notes)),
         merged=True,
+        switch_ranks=tuple(
+            k for k, (_, i, r) in enumerate(owners) if r in set(graphs[i].switch_ranks)
+        ),
     )
     return merged, new_rank
 

@@ -29,7 +29,10 @@ def gate_ties(
     """``program`` with an ``after`` hint on each send released at the same instant as the
     previous send on its first link (by the congestion model), naming that send; hints the
     program already has are kept. The program's meaning and collc's times do not change.
-    Raises SimError as `simulate` does."""
+    Raises SimError as `simulate` does. A program with in-network flows is returned as it is:
+    no ASTRA-sim can run it, and its flows are not one task per op."""
+    if program.has_flows:
+        return program
     graph = tasks_from_program(program, chunk_bytes, cost, fold_reductions=True)
     run = run_congestion(graph, topology, cost)
     routes = message_routes(graph, topology)

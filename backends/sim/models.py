@@ -240,15 +240,12 @@ def make_result(
     R = graph.num_ranks
     finish = run.finish_ns
     rank_finish = np.zeros(R, dtype=np.float64)
-    # Switch ranks (in-network flows) come last; the program's ranks are reported.
+
     counts = np.diff(graph.rank_offsets)
     nonempty = counts > 0
     if finish.size:
         starts = graph.rank_offsets[:-1][nonempty]
         rank_finish[nonempty] = np.maximum.reduceat(finish, starts)
-    if graph.switch_ranks:
-        R = R - len(graph.switch_ranks)
-        rank_finish = rank_finish[:R]
     total = float(rank_finish.max()) if R else 0.0
     link_ends = tuple((lk.src, lk.dst) for lk in topology.links)
     notes = list(graph.notes) + list(run.notes)
@@ -274,7 +271,7 @@ def make_result(
         model=model,
         topology=topology.spec,
         finish_ns=total,
-        num_ranks=R,
+        num_ranks=R - len(graph.switch_ranks),
         rank_finish_ns=rank_finish,
         link_busy_ns=run.link_busy_ns,
         link_ends=link_ends,

@@ -113,7 +113,8 @@ class SimResult:
     ``size_bytes`` is the nccl-tests size (None when unknown, e.g. a foreign ET), so the
     bandwidths are None too. ``link_busy_ns[i]`` is the serialization time link ``i`` spent
     busy (empty for models without links). ``rank_finish_ns[r]`` is when rank ``r``'s last task
-    finished. ``messages`` counts messages, ``hops`` link crossings (packets count one each),
+    finished; ranks from ``num_ranks`` on are the switches that ran in-network flows.
+    ``messages`` counts messages, ``hops`` link crossings (packets count one each),
     ``events`` the engine's heap events. ``notes`` say what was assumed;
     ``semantics_checked`` is False for ET traces without collc's attributes.
     """
