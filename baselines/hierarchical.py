@@ -3,7 +3,10 @@ dimensions, with the default (ASTRA-sim ``baseline``/``ascending``) or Themis di
 
 Topologies. A grid topology (``Topology.layout``: ring, uniring, fc, switch, mesh, torus,
 hypercube, stack; a 1-D ring, fc or switch is a grid of one dimension) numbers its NPUs with
-dimension 0 varying fastest, as ASTRA-sim addresses them. A *group* of dimension ``d`` is the
+dimension 0 varying fastest, as ASTRA-sim addresses them. FRED's two-level tree is the grid of
+two switch dimensions ``(NPUs per L1, L1 switches)``: the NPUs of one L1 switch, then one NPU
+of each L1 switch through L2 (the paper's hierarchical collectives on FRED-A and FRED-C); it
+needs every L1 switch full. A *group* of dimension ``d`` is the
 set of NPUs that differ only in their coordinate ``d``. Dimensions of size 1 are skipped. The
 collective must span the whole topology (every NPU holds exactly one rank, in any order):
 the groups are the topology's rows, and a subset of the NPUs has none.
@@ -165,11 +168,13 @@ class Grid:
 
 def topology_grid(topology: Topology) -> Grid:
     """The `Grid` of ``topology``; raises `BaselineError` when it has no grid shape."""
+    if topology.name == "fred":
+        return _fred_grid(topology)
     layout = topology.layout
     if layout is None or not layout.shape:
         raise BaselineError(
             f"hierarchical collectives need a topology with a grid shape (ring, uniring, fc, "
-            f"switch, mesh, torus, hypercube, stack); {topology.name} has none"
+            f"switch, mesh, torus, hypercube, stack, fred); {topology.name} has none"
         )
     shape = tuple(layout.shape)
     one_dim = len(shape) == 1
@@ -181,6 +186,27 @@ def topology_grid(topology: Topology) -> Grid:
     fallback = min(slowest.values()) if slowest else 1.0
     bandwidths = tuple(slowest.get(d, fallback) for d in range(len(shape)))
     return Grid(shape, tuple(layout.kinds), bandwidths)
+
+
+def _fred_grid(topology: Topology) -> Grid:
+    """FRED as the grid (NPUs per L1, L1 switches) of two switch dimensions; the second
+    dimension's bandwidth is an NPU's share of its L1 switch's up-link."""
+    n = topology.num_npus
+    l1_of = [topology.successors(v)[0] for v in range(n)]
+    per_l1 = l1_of.count(l1_of[0])
+    if n % per_l1 or any(l1_of[v] != l1_of[v - v % per_l1] for v in range(n)):
+        raise BaselineError(
+            f"hierarchical collectives on FRED need every L1 switch full; {topology.spec} "
+            f"has {n} NPUs and {per_l1} per L1 switch"
+        )
+    npu_bw = min(topology.links_between(v, l1_of[v])[0].bandwidth_bytes_per_ns for v in range(n))
+    up = [
+        lk.bandwidth_bytes_per_ns / per_l1
+        for lk in topology.links
+        if topology.is_switch(lk.src) and topology.is_switch(lk.dst)
+    ]
+    shape = (per_l1, n // per_l1)
+    return Grid(shape, ("switch", "switch"), (npu_bw, min(up, default=npu_bw)))
 
 
 def ring_cycles(kind: str, p: int) -> tuple[list[int], list[int]]:

@@ -42,7 +42,7 @@ _ALLOWED_OPTIONS: dict[str, tuple[str, ...]] = {
         for kind in ("ring", "uniring", "fc", "mesh", "torus", "hypercube", "stack")
     },
     "switch": ("bw", "lat", "innet", *_MODIFIERS),
-    "fred": ("bw", "lat", "l1", "l2bw", "innet", *_MODIFIERS),
+    "fred": ("bw", "lat", "l1", "l2bw", "innet", "cfg", *_MODIFIERS),
     "graph": ("bw", "lat", "links", "innet", *_MODIFIERS),
     "file": _MODIFIERS,
 }
@@ -258,12 +258,30 @@ def _fred(reader: SpecReader, syntax: SpecSyntax, n: int) -> Blueprint:
     if "l1" in syntax.options:
         per_l1 = reader.integer(syntax.options["l1"].value, "l1 (NPUs per L1 switch)", 1)
     l2bw: float | None = None
+    innet = _innet(reader, syntax, True)
+    cfg = syntax.options.get("cfg")
+    if cfg is not None:
+        name = cfg.value.text.strip().upper()
+        if name not in generators.FRED_CONFIGS:
+            raise reader.error(
+                f"cfg must be one of {', '.join(generators.FRED_CONFIGS)} (the FRED paper's "
+                f"configurations), not {cfg.value.text!r}",
+                cfg.value.col,
+            )
+        for clash in ("l2bw", "innet"):
+            if clash in syntax.options:
+                raise reader.error(
+                    f"cfg={name} sets l2bw and innet itself; give either cfg or {clash}",
+                    syntax.options[clash].value.col,
+                )
+        share, innet = generators.FRED_CONFIGS[name]
+        l2bw = None if share == 1.0 else per_l1 * bw[0] * share
     if "l2bw" in syntax.options:
         token = syntax.options["l2bw"].value
         if token.text.lower() != "auto":
             l2bw = reader.bandwidth(token)
     generators.check_size(n, 4 * n, reader.pos(syntax.shape.col))
-    return generators.fred(n, per_l1, bw[0], lat[0], l2bw, _innet(reader, syntax, True))
+    return generators.fred(n, per_l1, bw[0], lat[0], l2bw, innet)
 
 
 _YES = ("yes", "true", "on", "1")

@@ -34,6 +34,15 @@ DEFAULT_LATENCY = 500.0
 #: The fact sheet gives no latency, so FRED uses DEFAULT_LATENCY.
 FRED_BANDWIDTH = 3000.0
 FRED_NPUS_PER_L1 = 4
+FRED_CONFIGS: dict[str, tuple[float, bool]] = {
+    "A": (1 / 8, False),
+    "B": (1 / 8, True),
+    "C": (1.0, False),
+    "D": (1.0, True),
+}
+"""The paper's FRED-A..D (spec ``cfg=``): the L1<->L2 bandwidth as a share of the NPU
+bandwidth under the L1 switch (A, B: 375 of 3000 GB/s per NPU, the mesh's bisection; C, D:
+all of it, the almost-fat tree), and whether the switches reduce and multicast."""
 
 #: Limits that keep a typo from exhausting memory.
 MAX_NPUS = 1 << 20

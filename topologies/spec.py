@@ -16,6 +16,7 @@ Grammar (spaces around tokens are ignored; ``[ ]`` in the right column are liter
       bw=BW | bw=[BW,BW,...]                           link bandwidth, one per dimension allowed
       lat=T | lat=[T,T,...]                            link latency  (mesh, torus, hypercube, stack)
       l1=N   l2bw=BW|auto                              fred: NPUs per L1 switch, L1<->L2 bandwidth
+      cfg=A|B|C|D                                      fred: the FRED paper's configurations
       innet=yes|no                                     fred (default yes), switch, graph (no):
                                                        switches reduce and multicast in-network
       links=LINK(;LINK)*                               graph: LINK := PAIR[:BW[:T[:DIM]]]

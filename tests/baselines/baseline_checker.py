@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chakra_ir import Buffer, Copy, Program, Recv, Reduce, Send
+from chakra_ir import Buffer, Copy, FlowOut, Program, Recv, Reduce, Send
 from chakra_ir.verify import verify
 
 
@@ -20,7 +20,7 @@ def send_stats(program: Program, rank: int) -> list[tuple[int, int]]:
 def writes_input(program: Program) -> bool:
     """Whether any operation writes a slot of an input buffer."""
     for _, _, op in program:
-        dst = op.dst if isinstance(op, Recv | Copy | Reduce) else None
+        dst = op.dst if isinstance(op, Recv | Copy | Reduce | FlowOut) else None
         if dst is not None and dst.buffer is Buffer.INPUT:
             return True
     return False

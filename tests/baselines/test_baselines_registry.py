@@ -27,6 +27,7 @@ def test_names() -> None:
         "dimensional",
         "hierarchical",
         "themis",
+        "fred-innetwork",
     ]
     for name, entry in ALGORITHMS.items():
         assert isinstance(entry, Baseline)
