@@ -531,7 +531,7 @@ def expand_flows(
             return npu_rank[node] if node < topology.num_npus else sw(node)
 
         # The NPUs' piece sends and receives, in front of their join tasks.
-        for g, kind, det in (
+        for g, task_kind, det in (
             *((g, TaskKind.SEND, Detail.FLOW_IN) for g in fi),
             *((g, TaskKind.RECV, Detail.FLOW_OUT) for g in fo),
         ):
@@ -540,10 +540,10 @@ def expand_flows(
             s_node = trees.parent[v]
             t = int(own_task[g])
             old = [(False, int(d)) for d in graph.deps[base_deps[t] : base_deps[t + 1]]]
-            route = (v, s_node) if kind == TaskKind.SEND else ()
-            origin = int(graph.origin[t])
+            route = (v, s_node) if task_kind == TaskKind.SEND else ()
+            op_origin = int(graph.origin[t])
             inserted[t] = [
-                add(r, (kind, det, sw(s_node), b, f, origin, route), old) for b in pieces
+                add(r, (task_kind, det, sw(s_node), b, f, op_origin, route), old) for b in pieces
             ]
         # The switches, piece by piece.
         up_children: dict[int, list[int]] = {}
@@ -623,8 +623,8 @@ def expand_flows(
         arr[new_of] = getattr(graph, name)
     if rows:
         cols = list(zip(*rows, strict=True))
-        for i, arr in enumerate((kind, detail, peer, nbytes, tag, origin)):
-            arr[row_at] = np.asarray(cols[i], dtype=arr.dtype)
+        for i, col in enumerate((kind, detail, peer, nbytes, tag, origin)):
+            col[row_at] = np.asarray(cols[i], dtype=col.dtype)
     # Dependencies and routes, task by task in the new order.
     dep_lists: list[list[int]] = [[] for _ in range(total)]
     routes: list[tuple[int, ...]] = [()] * total

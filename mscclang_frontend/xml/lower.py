@@ -45,6 +45,8 @@ from chakra_ir.collective import Buffer, Collective
 from chakra_ir.program import (
     NO_HINTS,
     Copy,
+    FlowIn,
+    FlowOut,
     Hints,
     Op,
     OpKind,
@@ -642,6 +644,10 @@ def _slot_accesses(ops: list[Op]) -> dict[tuple[Buffer, int], list[tuple[int, in
             add(i, op.dst, _READ if op.reduce else _WRITE)
         elif isinstance(op, Copy):
             add(i, op.src, _READ)
+            add(i, op.dst, _WRITE)
+        elif isinstance(op, FlowIn):
+            add(i, op.src, _READ)
+        elif isinstance(op, FlowOut):
             add(i, op.dst, _WRITE)
         else:
             add(i, op.src, _READ)

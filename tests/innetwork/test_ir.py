@@ -126,7 +126,7 @@ def test_a_contribution_summed_twice_inside_the_network() -> None:
     b.flow_in(1, 1, one(I))  # ...which flow 1 adds again
     b.flow_out(0, 1, one(O))
     b.flow_out(1, 1, one(O))
-    with pytest.raises(VerifyError, match="contributes .* to flow 1.*count twice") as e:
+    with pytest.raises(VerifyError, match=r"contributes .* to flow 1.*count twice") as e:
         verify(b.build())
     assert e.value.check == "semantics"
 
