@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -623,7 +624,15 @@ def expand_flows(
         arr[new_of] = getattr(graph, name)
     if rows:
         cols = list(zip(*rows, strict=True))
-        for i, col in enumerate((kind, detail, peer, nbytes, tag, origin)):
+        targets: tuple[npt.NDArray[np.integer[Any]], ...] = (
+            kind,
+            detail,
+            peer,
+            nbytes,
+            tag,
+            origin,
+        )
+        for i, col in enumerate(targets):
             col[row_at] = np.asarray(cols[i], dtype=col.dtype)
     # Dependencies and routes, task by task in the new order.
     dep_lists: list[list[int]] = [[] for _ in range(total)]
