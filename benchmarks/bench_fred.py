@@ -1,11 +1,14 @@
 """FRED against the wafer mesh, as the FRED paper (ISCA 2025) measures it, and in-network
 all-reduce against the best endpoint algorithm.
 
-    python -m benchmarks.bench_fred [--size 1GiB] [--sizes 1MiB:1GiB:x4] [--quick]
+    python -m benchmarks.bench_fred [--size 256MiB] [--sizes 1MiB:1GiB:x4] [--packet 64KiB]
+                                    [--parts 123]
 
 Configurations (docs/innetwork.md states the assumptions): the 5x4 mesh baseline
-``mesh:5x4,bw=750GB/s`` (X-Y routing), and ``fred:20,cfg=A..D`` (4 NPUs per L1 switch, 3 TB/s
-NPU links, 500 ns per hop, no I/O). Every algorithm is produced, verified and simulated by
+``mesh:4x5,bw=750GB/s`` (X-Y routing; rows of 4 NPUs, so that groups of consecutive NPUs sit
+on rows as they sit under FRED's L1 switches), and ``fred:20,cfg=A..D`` (4 NPUs per L1 switch,
+3 TB/s NPU links, 500 ns per hop, no I/O). Messages are simulated as packets of ``--packet``
+bytes that pipeline hop by hop (both fabrics are virtual cut-through). Every algorithm is produced, verified and simulated by
 collc's congestion model. Figures per configuration:
 
 - ``inject GB/s``: the bytes an NPU sends over its links divided by the collective's time,
@@ -42,7 +45,7 @@ AR = CollectiveKind.ALLREDUCE
 A2A = CollectiveKind.ALLTOALL
 
 CONFIGS = {
-    "mesh 5x4": "mesh:5x4,bw=750GB/s",
+    "mesh 5x4": "mesh:4x5,bw=750GB/s",
     "FRED-A": "fred:20,cfg=A",
     "FRED-B": "fred:20,cfg=B",
     "FRED-C": "fred:20,cfg=C",
@@ -89,6 +92,12 @@ class Run:
         return self.result.finish_ns
 
 
+PACKET = 65536
+"""Every message is simulated as packets of this many bytes (`main` sets it from
+``--packet``), so that endpoint messages pipeline through switches and mesh hops as in-network
+pieces do (FRED's and the mesh's routers are virtual cut-through); 0: whole messages."""
+
+
 def measure(
     spec: str, topology: Topology, kind: CollectiveKind, size: int, algorithm: str, groups: str
 ) -> Run | None:
@@ -99,7 +108,9 @@ def measure(
     except CollcError:
         return None
     program = res.program
-    sim = simulate(program, topology, chunk_bytes_for(program.collective, size))
+    sim = simulate(
+        program, topology, chunk_bytes_for(program.collective, size), packet_bytes=PACKET or None
+    )
     ranks = program.collective.num_ranks
     npus = {program.collective.npu(r) for r in range(ranks)}
     sent = sum(
@@ -119,12 +130,16 @@ def best_endpoint(
     return min(done, key=lambda r: r.time_ns) if done else None
 
 
+def mib(nbytes: float) -> str:
+    return f"{nbytes / (1 << 20):,.1f}MiB"
+
+
 def row(label: str, run: Run | None, paper: str = "") -> str:
     if run is None:
         return f"  {label:<26} {'-':>10}"
     return (
         f"  {label:<26} {run.time_ns / 1000:>10,.1f} {run.result.algbw_gbps or 0:>10,.0f} "
-        f"{run.inject_gbps:>11,.0f} {format_size_bytes(int(run.sent_per_npu)):>10}  {paper}"
+        f"{run.inject_gbps:>11,.0f} {mib(run.sent_per_npu):>10}  {paper}"
     )
 
 
@@ -180,17 +195,20 @@ def part3(sizes: list[int]) -> None:
         print(
             f"  {format_size_bytes(size):>8} {inn.time_ns / 1000:>10,.2f} {bound / 1000:>9,.2f} "
             f"{inn.time_ns / bound:>8.3f} {ep.algorithm:>11} {ep.time_ns / 1000:>10,.2f} "
-            f"{ep.time_ns / inn.time_ns:>7.2f}x {format_size_bytes(int(inn.sent_per_npu)):>12} "
-            f"{format_size_bytes(int(ep.sent_per_npu)):>10} {ep.sent_per_npu / inn.sent_per_npu:>6.3f}"
+            f"{ep.time_ns / inn.time_ns:>7.2f}x {mib(inn.sent_per_npu):>12} "
+            f"{mib(ep.sent_per_npu):>10} {ep.sent_per_npu / inn.sent_per_npu:>6.3f}"
         )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", default="1GiB", help="size of parts 1 and 2 (default 1GiB)")
+    ap.add_argument("--size", default="256MiB", help="size of parts 1 and 2 (default 256MiB)")
     ap.add_argument("--sizes", default="1MiB:1GiB:x4", help="sizes of part 3")
     ap.add_argument("--parts", default="123", help="which parts to run (default 123)")
+    ap.add_argument("--packet", default="64KiB", help="packet size of every message (0: none)")
     args = ap.parse_args()
+    global PACKET
+    PACKET = 0 if args.packet == "0" else parse_size_bytes(args.packet)
     t0 = time.perf_counter()
     size = parse_size_bytes(args.size)
     if "1" in args.parts:

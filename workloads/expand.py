@@ -269,6 +269,7 @@ def _merge(
             members_issue[c][npu] = issue_task[npu][i]
             members_end[c][npu] = node_task[npu][i]
     shape: dict[int, tuple[I64, I64, I64, I64]] = {}  # id(graph) -> roots, their ranks, sinks, ...
+    switch_ranks: list[int] = []
     offset = n_work
     for c, inst in enumerate(first.collectives):
         g = graph_of(inst.call)
@@ -284,8 +285,21 @@ def _merge(
             shape[id(g)] = info
         roots, sinks, owner, task_rank = info
         base_rank = len(npus)
-        issue_of_rank = np.array([members_issue[c][x] for x in g.npus], dtype=np.int64)
-        end_of_rank = np.array([members_end[c][x] for x in g.npus], dtype=np.int64)
+        # Switch ranks (in-network flows) only forward pieces: they wait for messages, not
+        # for an NPU's issue, and no NPU waits for them.
+        switch = set(g.switch_ranks)
+        npu_rank = np.array([r not in switch for r in range(g.num_ranks)], dtype=bool)
+        issue_of_rank = np.array(
+            [members_issue[c][x] if npu_rank[r] else -1 for r, x in enumerate(g.npus)],
+            dtype=np.int64,
+        )
+        end_of_rank = np.array(
+            [members_end[c][x] if npu_rank[r] else -1 for r, x in enumerate(g.npus)],
+            dtype=np.int64,
+        )
+        roots = roots[npu_rank[task_rank[roots]]]
+        sinks = sinks[npu_rank[task_rank[sinks]]]
+        switch_ranks.extend(base_rank + r for r in g.switch_ranks)
         own.append(owner + offset)
         on.append(g.deps + offset)
         own.append(roots + offset)
@@ -342,6 +356,7 @@ def _merge(
         source="workload",
         semantics_checked=False,
         merged=True,
+        switch_ranks=tuple(switch_ranks),
     )
     coll_issue = [list(x.values()) for x in members_issue]
     return graph, _Layout(node_task, issue_task, coll_ranks, coll_issue)
