@@ -22,7 +22,8 @@ Parts:
    the switches reduce, ``fred-innetwork``; next to the paper's figures.
 2. MP2-DP5-PP2 (MP on consecutive NPUs, then PP, then DP: NPU = mp + 2 pp + 4 dp): every
    group of one kind at once; MP and DP all-reduce, PP an all-to-all inside each pipeline pair
-   (activations one way, gradients the other); next to the paper's figures.
+   (activations one way, gradients the other); next to the paper's figures. Then the three
+   kinds at once (`backends.sim.concurrent`), each with its fastest program, sharing links.
 3. In-network all-reduce on FRED-D per size of ``--sizes``: bytes each NPU sends against the
    best endpoint algorithm's, time against the in-network lower bound, speedup.
 """
@@ -34,9 +35,12 @@ import time
 from dataclasses import dataclass
 
 from backends.sim import SimResult, simulate
+from backends.sim.concurrent import Instance, simulate_instances
+from chakra_ir import Program
 from chakra_ir.collective import CollectiveKind
+from chakra_ir.outdir import chunk_bytes_for
 from collc.bench import parse_sizes
-from collc.pipeline import Request, chunk_bytes_for, synthesize
+from collc.pipeline import Request, synthesize
 from topologies import Topology, parse_topology
 from topologies.errors import CollcError
 from topologies.units import format_size_bytes, parse_size_bytes
@@ -86,6 +90,8 @@ class Run:
     result: SimResult
     sent_per_npu: float
     inject_gbps: float
+    program: Program
+    chunk_bytes: int
 
     @property
     def time_ns(self) -> float:
@@ -108,9 +114,8 @@ def measure(
     except CollcError:
         return None
     program = res.program
-    sim = simulate(
-        program, topology, chunk_bytes_for(program.collective, size), packet_bytes=PACKET or None
-    )
+    chunk_bytes = chunk_bytes_for(program.collective, size)
+    sim = simulate(program, topology, chunk_bytes, packet_bytes=PACKET or None)
     ranks = program.collective.num_ranks
     npus = {program.collective.npu(r) for r in range(ranks)}
     sent = sum(
@@ -119,7 +124,7 @@ def measure(
         if lk.src in npus
     )
     per_npu = sent / len(npus)
-    return Run(algorithm, sim, per_npu, per_npu / sim.finish_ns)
+    return Run(algorithm, sim, per_npu, per_npu / sim.finish_ns, program, chunk_bytes)
 
 
 def best_endpoint(
@@ -163,18 +168,39 @@ def part1(size: int) -> None:
 
 def part2(size: int) -> None:
     print(
-        f"\n== 2. MP2-DP5-PP2, {format_size_bytes(size)} per collective, every group of a kind at once"
+        f"\n== 2. MP2-DP5-PP2, {format_size_bytes(size)} per collective, every group of a kind "
+        "at once; then MP, DP and PP all at once (the fastest program of each)"
     )
     print(HEADER)
+    together: list[str] = []
     for name, spec in CONFIGS.items():
         topo = parse_topology(spec)
+        fastest: dict[str, Run] = {}
         for par, (kind, groups) in GROUPS_3D.items():
             paper = PAPER_3D.get((name, par), "")
             ep = best_endpoint(spec, topo, kind, size, groups)
             print(row(f"{name} {par}: {ep.algorithm if ep else '-'}", ep, paper))
+            runs = [ep]
             if topo.in_network and kind is AR:
                 inn = measure(spec, topo, kind, size, INNETWORK, groups)
                 print(row(f"{name} {par}: {INNETWORK}", inn, paper))
+                runs.append(inn)
+            done = [r for r in runs if r is not None]
+            if done:
+                fastest[par] = min(done, key=lambda r: r.time_ns)
+        instances = [Instance(par, r.program, r.chunk_bytes) for par, r in fastest.items()]
+        both = simulate_instances(instances, topo, packet_bytes=PACKET or None)
+        alone = max(r.time_ns for r in fastest.values())
+        kinds = ", ".join(
+            f"{t.name} ({fastest[t.name].algorithm}) {t.finish_ns / 1000:,.1f}"
+            for t in both.instances
+        )
+        together.append(
+            f"  {name:<9} {both.finish_ns / 1000:>9,.1f} us (slowest alone "
+            f"{alone / 1000:,.1f}): {kinds}"
+        )
+    print("  all at once: time, and each kind's finish in us")
+    print("\n".join(together))
 
 
 def part3(sizes: list[int]) -> None:

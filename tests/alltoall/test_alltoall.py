@@ -157,7 +157,7 @@ def _stride(shape: tuple[int, ...], d: int) -> int:
 def test_dimensional_refuses_what_it_cannot_serve() -> None:
     algo = ALGORITHMS["dimensional"]
     with pytest.raises(BaselineError, match="dimensional needs a topology with a grid"):
-        algo.generate(Collective(A2A, 4, 1), parse_topology("fred:4"))
+        algo.generate(Collective(A2A, 4, 1), parse_topology("graph:4,links=0-1;1-2;2-3;3-0"))
     with pytest.raises(BaselineError, match="one rank on every NPU"):
         algo.generate(Collective(A2A, 2, 1, placement=(0, 1)), parse_topology("torus:2x2"))
 

@@ -20,6 +20,7 @@ from baselines.hierarchical import (
 )
 from baselines.themis import default_order, themis_orders, themis_orders_and_loads
 from chakra_ir import Collective, CollectiveKind, Send
+from chakra_ir.verify import verify
 from tests.baselines.baseline_checker import check, send_stats, writes_input
 from topologies import Topology, parse_topology
 
@@ -364,11 +365,32 @@ def test_registry(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["hierarchical", "themis"])
-@pytest.mark.parametrize("spec", ["fred:8", "graph:4,links=0-1;1-2;2-3;3-0"])
-def test_no_grid_shape(name: str, spec: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [("fred:6", "every L1 switch full"), ("graph:4,links=0-1;1-2;2-3;3-0", "grid shape")],
+)
+def test_no_grid_shape(name: str, spec: str, says: str) -> None:
     topo = parse_topology(spec)
-    with pytest.raises(BaselineError, match="grid shape"):
+    with pytest.raises(BaselineError, match=says):
         ALGORITHMS[name].generate(Collective(AR, topo.num_npus, topo.num_npus), topo)
+
+
+@pytest.mark.parametrize("name", ["hierarchical", "themis"])
+@pytest.mark.parametrize("kind", [AR, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALLGATHER])
+def test_fred_is_a_grid_of_two_switch_dimensions(name: str, kind: CollectiveKind) -> None:
+    """NPUs of an L1 switch, then one NPU per L1 switch through L2: a 4x3 grid on fred:12."""
+    topo = parse_topology("fred:12,cfg=A")
+    grid = topology_grid(topo)
+    assert grid.shape == (4, 3) and grid.kinds == ("switch", "switch")
+    assert grid.link_bandwidths == (3000.0, 3000.0 / 8)
+    entry = ALGORITHMS[name]
+    program = entry.generate(Collective(kind, 12, entry.chunks_per_rank(kind, 12)), topo)
+    verify(program)
+    # Every message stays under one L1 switch or crosses L2 between NPUs of equal position.
+    for r in range(12):
+        for op in program.ops(r):
+            if isinstance(op, Send):
+                assert r // 4 == op.peer // 4 or r % 4 == op.peer % 4
 
 
 @pytest.mark.parametrize("name", ["hierarchical", "themis"])

@@ -122,3 +122,37 @@ def test_bench_in_network_against_endpoint() -> None:
     rows = json.loads(res.output)["rows"]
     inn = next(r for r in rows if r["algorithm"] == "fred-innetwork")
     assert "no switches that reduce" in inn["error"] and inn["time_ns"] is None
+
+
+def test_hand_written_flow_across_groups(tmp_path: Path) -> None:
+    """ET files whose flow mixes two process groups: verify fails (exit 1), the commands that
+    need a correct program refuse in one line (exit 2) and write nothing."""
+    from chakra_ir import Buffer, ProgramBuilder, Slice
+    from chakra_ir.collective import Collective, CollectiveKind
+    from chakra_ir.outdir import Manifest, write_output
+
+    c = Collective(CollectiveKind.ALLREDUCE, 4, 1, groups=((0, 1), (2, 3)))
+    b = ProgramBuilder(c)
+    for r in range(4):
+        b.flow_in(r, 0, Slice(Buffer.INPUT, 0, 1))
+        b.flow_out(r, 0, Slice(Buffer.OUTPUT, 0, 1))
+    m = Manifest(
+        collective=c,
+        topology="fred:4",
+        size_bytes=1024,
+        chunk_bytes=1024,
+        et_prefix="allreduce",
+        algorithm="hand",
+    )
+    bad = tmp_path / "bad"
+    write_output(bad, b.build(), m)
+    res = run("verify", str(bad))
+    assert res.exit_code == 1 and "spans ranks of groups 0, 1" in res.output
+    for args in (
+        ("simulate", str(bad)),
+        ("export", str(bad), "--target", "astra-sim", "-o", str(tmp_path / "a")),
+    ):
+        res = run(*args)
+        assert res.exit_code == 2
+        assert "flow 0 spans ranks of groups 0, 1" in one_error_line(res)
+    assert not (tmp_path / "a").exists()
