@@ -5,10 +5,11 @@ Run by hand from the repository: ``PYTHONPATH=. python3 benchmarks/bench_replay.
 
 The table: for TACOS, ring, direct and rhd all-reduces of 1 MiB on ``mesh:8x8``,
 ``torus:8x8`` and ``torus:4x4x4``: the cost model's time (whole messages, and cut into 4 KiB
-packets as the replay cuts them), the replay's time with the exporter's default buffers
-(``credit_depth``: enough for one stream at full rate, docs/hardware.md) and with buffers that
-never fill (the cost model's own assumption: its nodes buffer without limit), and the
-ratios replay / whole-message model and unbounded replay / packet model.
+packets as the replay cuts them), and the replay's time with the exporter's defaults (the
+fewest VCs; ``credit_depth`` buffers, enough for one stream at full rate, docs/hardware.md),
+with buffers that never fill (the cost model's own assumption: its nodes buffer without
+limit), and with such buffers and 16 VCs (lanes against head-of-line blocking); the ratios
+replay / whole-message model, and the other two / packet model.
 
 ``--big`` also times the 512-NPU TACOS all-reduce on ``torus:8x8x8`` (3 chunks per NPU,
 64 MiB): synthesis (about a minute or more), export, then the replay alone with its peak
@@ -46,12 +47,18 @@ def table() -> None:
     tmp = Path(tempfile.mkdtemp())
     print(
         f"all-reduce of {SIZE >> 20} MiB; default links (50 GB/s, 500 ns, 1 GHz), 4 KiB "
-        f"packets; replay with the exporter's default buffers (credit_depth) and with "
-        f"{UNBOUNDED:,}-packet buffers"
+        f"packets. replay: the exporter's defaults (fewest VCs, credit_depth buffers); "
+        f"unbounded: {UNBOUNDED:,}-packet buffers; lanes: unbounded and 16 VCs (lanes)"
     )
     print(
-        f"{'topology':<12} {'algorithm':<8} {'messages':>8} {'packets':>8} {'simulate':>9} "
-        f"{'replay':>9} {'ratio':>6} {'sim pkts':>9} {'replay inf':>10} {'ratio':>6} {'wall s':>7}"
+        f"{'topology':<12} {'algorithm':<8} {'messages':>8} {'simulate':>9} {'replay':>9} "
+        f"{'ratio':>6} {'sim pkts':>9} {'unbounded':>10} {'ratio':>6} {'lanes':>9} {'ratio':>6} "
+        f"{'wall s':>7}"
+    )
+    runs = (
+        HwOptions(),
+        HwOptions(buffer_depth=UNBOUNDED),
+        HwOptions(buffer_depth=UNBOUNDED, vcs=16),
     )
     for spec in TOPOLOGIES:
         topo = parse_topology(spec)
@@ -65,20 +72,19 @@ def table() -> None:
             sim_pk = simulate(res.program, topo, chunk, cost=cost, packet_bytes=4096).finish_ns
             times = []
             wall = 0.0
-            packets = 0
-            for depth in (None, UNBOUNDED):
-                out = tmp / f"{spec}-{algo}-{depth}".replace(":", "_")
-                export(res.program, topo, res.manifest, out, target, HwOptions(buffer_depth=depth))
+            for k, options in enumerate(runs):
+                out = tmp / f"{spec}-{algo}-{k}".replace(":", "_")
+                export(res.program, topo, res.manifest, out, target, options)
                 t0 = time.perf_counter()
                 rep = replay(out)
                 wall += time.perf_counter() - t0
                 assert rep.postcondition == "holds", rep.postcondition_message
                 times.append(rep.time_ns)
-                packets = rep.packets
             print(
-                f"{spec:<12} {algo:<8} {rep.messages:>8,} {packets:>8,} {sim / 1e3:>9.2f} "
+                f"{spec:<12} {algo:<8} {rep.messages:>8,} {sim / 1e3:>9.2f} "
                 f"{times[0] / 1e3:>9.2f} {times[0] / sim:>6.3f} {sim_pk / 1e3:>9.2f} "
-                f"{times[1] / 1e3:>10.2f} {times[1] / sim_pk:>6.3f} {wall:>7.1f}"
+                f"{times[1] / 1e3:>10.2f} {times[1] / sim_pk:>6.3f} {times[2] / 1e3:>9.2f} "
+                f"{times[2] / sim_pk:>6.3f} {wall:>7.1f}"
             )
 
 

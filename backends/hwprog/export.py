@@ -24,7 +24,7 @@ import numpy.typing as npt
 from backends.hwprog.errors import HwDeadlockError, HwProgError
 from backends.hwprog.format import Format
 from backends.hwprog.grid import Grid, GridLink, grid_of, port_name
-from backends.hwprog.vcs import MAX_VCS, assign, classes_needed, find_cycle, per_class
+from backends.hwprog.vcs import MAX_VCS, assign, classes_needed, find_cycle, lanes, per_class
 from chakra_ir.collective import collective_to_dict
 from chakra_ir.outdir import Manifest, atomic_folder, collc_version
 from chakra_ir.program import OpKind, Program
@@ -235,14 +235,16 @@ def plan(
         route_ids[i] = rid
 
     # Virtual channels and the channel-dependency graph.
-    if o.vcs is None:
-        need = max((classes_needed(r.hops) for r in routes), default=1)
-        num_vcs = min(MAX_VCS, (2 if grid.target == "torus" else 1) * need)
-    else:
-        num_vcs = o.vcs
+    need = max((classes_needed(r.hops) for r in routes), default=1)
+    fewest = min(MAX_VCS, (2 if grid.target == "torus" else 1) * need)
+    num_vcs = fewest if o.vcs is None else o.vcs
+    n_lanes = lanes(grid, num_vcs, need)
     edges: set[tuple[int, int]] = set()
-    for route in routes:
-        route.vcs = assign(grid, route.hops, num_vcs)
+    for rid, route in enumerate(routes):
+        route.vcs = assign(grid, route.hops, num_vcs, need, rid)
+        if rid % n_lanes:
+            # A dimension-order router knows lane 0 only: other lanes are table-driven.
+            route.routing = "source"
         route.ports = [h.port for h in route.hops]
         chans = [h.index * num_vcs + v for h, v in zip(route.hops, route.vcs, strict=True)]
         edges.update(itertools.pairwise(chans))

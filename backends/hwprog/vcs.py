@@ -13,6 +13,13 @@ dimension). Dimension-order routes are a single phase, so a mesh needs 1 VC and 
 With ``V`` VCs there are ``V // per_class`` classes (at least one). A torus given 1 VC has no
 dateline: every hop uses VC 0.
 
+**Lanes.** When the routes need fewer classes than ``V`` gives (``need``: the most phases of
+any route), the spare VCs form ``V // (per_class * need)`` *lanes*, each a whole copy of the
+``need`` classes, and route ``i`` (in the exporter's numbering) takes lane ``i mod lanes``.
+Packets of different routes then queue in different buffers, so a packet waiting for a busy
+port holds up only its own lane (less head-of-line blocking). Each lane is a copy of an
+acyclic channel set and no dependency crosses lanes, so the union stays acyclic.
+
 **Check.** The channel-dependency graph has a node per (link, VC) and an edge for every two
 consecutive hops of a flow. It must be acyclic; `find_cycle` returns a cycle when there is
 one. Within a class every edge goes to a higher dimension, or along one direction of one
@@ -58,10 +65,24 @@ def phases(hops: list[GridLink]) -> list[int]:
     return out
 
 
-def assign(grid: Grid, hops: list[GridLink], num_vcs: int) -> list[int]:
-    """The VC of every hop of a route under ``num_vcs`` VCs."""
+def lanes(grid: Grid, num_vcs: int, need: int) -> int:
+    """How many lanes ``num_vcs`` VCs give when the routes need ``need`` classes."""
+    classes = max(1, num_vcs // per_class(grid, num_vcs))
+    return max(1, classes // need) if need < classes else 1
+
+
+def assign(
+    grid: Grid, hops: list[GridLink], num_vcs: int, need: int = 0, lane: int = 0
+) -> list[int]:
+    """The VC of every hop of a route under ``num_vcs`` VCs: lane ``lane`` (modulo the lanes
+    there are, see `lanes`) of the classes the program's routes ``need`` (0: every class the
+    VCs give, one lane)."""
     pc = per_class(grid, num_vcs)
     classes = max(1, num_vcs // pc)
+    n_lanes = lanes(grid, num_vcs, need) if need else 1
+    if n_lanes > 1:
+        classes = need
+    base = (lane % n_lanes) * classes * pc
     out: list[int] = []
     crossed = False
     prev: GridLink | None = None
@@ -72,7 +93,7 @@ def assign(grid: Grid, hops: list[GridLink], num_vcs: int) -> list[int]:
         if h.dateline:
             crossed = True
         within = 1 if (pc == 2 and crossed) else 0
-        out.append(min(p, classes - 1) * pc + within)
+        out.append(base + min(p, classes - 1) * pc + within)
         prev, prev_phase = h, p
     return out
 

@@ -12,7 +12,7 @@ from backends.hwprog.grid import grid_of
 from backends.hwprog.vcs import assign, find_cycle
 from chakra_ir.outdir import Manifest
 from chakra_ir.program import Program
-from tests.hwprog.helpers import made
+from tests.hwprog.helpers import made, target_of
 from topologies import Topology, parse_topology
 
 
@@ -171,3 +171,23 @@ def test_producers_route_hints_against_dimension_order_need_a_second_class() -> 
     assert h["num_vcs"] == 2 and h["deadlock"]["acyclic"] and h["counts"]["source_routed"] > 0
     tables = sum(len(r["flows"]) for r in hw.routers["routers"])
     assert tables > 0
+
+
+@pytest.mark.parametrize(("topo", "vcs", "lanes"), [("torus:4x4", 8, 4), ("mesh:4x4", 3, 3)])
+def test_spare_vcs_form_lanes_and_stay_acyclic(topo: str, vcs: int, lanes: int) -> None:
+    """Dimension-order routes need one class; VCs beyond it are copies of that class (lanes),
+    route i on lane i mod lanes, and lanes other than 0 are table-driven."""
+    program, topology, manifest = made(topo, "alltoall", "direct")
+    hw = build_hwprog(program, topology, manifest, target_of(topo), HwOptions(vcs=vcs))
+    sends = [c for d in hw.npus for c in d["commands"] if c["op"] == "send"]
+    per_lane = 2 if topo.startswith("torus") else 1
+    seen = {c["vcs"][0] // per_lane for c in sends}
+    assert seen == set(range(lanes))
+    for c in sends:
+        lane = c["vcs"][0] // per_lane
+        assert all(v // per_lane == lane for v in c["vcs"])  # a route keeps its lane
+        assert (c["routing"] == "dor") == (lane == 0)
+    assert hw.header["deadlock"]["acyclic"]
+    assert find_cycle(edges_as_ints(_cdg(hw.header, hw.npus))) is None
+    tables = {(e["flow"], e["vc"]) for r in hw.routers["routers"] for e in r["flows"]}
+    assert {f for f, _ in tables} == {c["flow"] for c in sends if c["routing"] == "source"}
