@@ -287,6 +287,14 @@ def format_report(report: BenchReport) -> str:
             lines.append(
                 f"  {r.algorithm:<18}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}{speed:>18}"
             )
+    if report.collective == "allreduce" and any(
+        r.algorithm == "fred-innetwork" and r.time_ns for r in report.rows
+    ):
+        lines.append("")
+        lines.append(
+            "busbw follows nccl-tests (algbw x 2(n-1)/n for all-reduce): an in-network "
+            "all-reduce sends only algbw's worth per NPU, so its busbw may exceed the link."
+        )
     if any(r.model != "congestion" for r in report.rows):
         lines.append("")
         lines.append(
