@@ -98,7 +98,8 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
             if not isinstance(cmds, list):
                 raise HwProgError(f"{path}: $.commands: not an array")
             for i, c in enumerate(cmds):
-                check_command(c, f"{path}: $.commands[{i}]")
+                if not command_ok(c):
+                    check_command(c, f"{path}: $.commands[{i}]")
         _check_npu(doc, n, header, by_port, sends, recvs, str(path))
         npus.append(doc)
 
@@ -184,13 +185,83 @@ def _value_ok(kind: str, v: object) -> bool:
     return True
 
 
+_BUFFERS = ("input", "output", "scratch")
+_KEYS = {
+    op: (frozenset(required), frozenset(required) | frozenset(optional))
+    for op, (required, optional) in _FIELDS.items()
+}
+
+
+def _slots_ok(v: object) -> bool:
+    return (
+        type(v) is list
+        and len(v) == 3
+        and v[0] in _BUFFERS
+        and type(v[1]) is int
+        and v[1] >= 0
+        and type(v[2]) is int
+        and v[2] >= 1
+    )
+
+
+def _ints_ok(v: object, minimum: int) -> bool:
+    return type(v) is list and all(type(x) is int and x >= minimum for x in v)
+
+
+def command_ok(c: object) -> bool:
+    """Whether ``c`` is a valid command: the same rules as `check_command`, written for speed
+    (a hardware program holds millions of commands); on False, `check_command` names the
+    problem."""
+    if type(c) is not dict:
+        return False
+    op = c.get("op")
+    keys = _KEYS.get(op) if type(op) is str else None
+    if keys is None or not keys[0] <= c.keys() <= keys[1]:
+        return False
+    cid = c["id"]
+    if type(cid) is not int or cid < 0 or not _ints_ok(c["waits"], 0):
+        return False
+    if op == "send":
+        b, to, flow = c["bytes"], c["to"], c["flow"]
+        after = c.get("after", 0)
+        return (
+            type(b) is int
+            and b >= 1
+            and type(to) is int
+            and to >= 0
+            and type(flow) is int
+            and flow >= 0
+            and type(after) is int
+            and after >= 0
+            and c["routing"] in ("dor", "source")
+            and _slots_ok(c["src"])
+            and _ints_ok(c["ports"], 1)
+            and len(c["ports"]) > 0
+            and _ints_ok(c["vcs"], 0)
+            and len(c["vcs"]) > 0
+        )
+    if op == "recv":
+        b, frm, flow = c["bytes"], c["from"], c["flow"]
+        return (
+            type(b) is int
+            and b >= 1
+            and type(frm) is int
+            and frm >= 0
+            and type(flow) is int
+            and flow >= 0
+            and type(c["reduce"]) is bool
+            and _slots_ok(c["dst"])
+        )
+    return _slots_ok(c["src"]) and _slots_ok(c["dst"])
+
+
 def check_command(c: object, where: str) -> None:
     """What the schema's ``command`` definition says, checked directly (``where`` is the
     file and the command's JSON path)."""
     if not isinstance(c, dict):
         raise HwProgError(f"{where}: not an object")
     op = c.get("op")
-    if op not in _FIELDS:
+    if not isinstance(op, str) or op not in _FIELDS:
         raise HwProgError(f"{where}.op: {op!r} is not one of send, recv, copy, reduce")
     required, optional = _FIELDS[op]
     for key in required:
