@@ -2,6 +2,8 @@
 
     COLLC_BOOKSIM=/path/to/booksim python -m benchmarks.bench_booksim [--booksim PATH]
 
+(run from the repository: it builds its programs with the replay tests' helpers)
+
 BookSim2 (public sources, built outside this repository) is configured, and collc's hardware
 program exported, for the same network:
 
@@ -53,10 +55,12 @@ from pathlib import Path
 
 from backends.hwprog import HwOptions, export
 from backends.replay import ReplayResult, replay
-from chakra_ir.collective import Buffer, Collective, CollectiveKind, Contents, custom_collective
+from chakra_ir.collective import Buffer, Collective, CollectiveKind
 from chakra_ir.outdir import Manifest
 from chakra_ir.program import Program, ProgramBuilder, Slice
 from chakra_ir.verify import verify
+from tests.replay.helpers import one_message
+from tests.replay.shift import shift_program
 from topologies import parse_topology
 from topologies.errors import CollcError
 
@@ -116,27 +120,8 @@ BATCH = "sim_type = batch;\nbatch_size = {b};\nbatch_count = 1;\ninjection_rate 
 # -- collc -----------------------------------------------------------------------------------
 
 
-def shift_program(n: int, shift: int, packets: int) -> Program:
-    """Every rank sends one message of ``packets`` packets to rank ``r + shift`` (mod n)."""
-    ins: list[list[Contents | None]] = [[((i, 1 << r),) for i in range(packets)] for r in range(n)]
-    outs: list[list[Contents | None]] = [
-        [(((i, 1 << ((r - shift) % n)),)) for i in range(packets)] for r in range(n)
-    ]
-    c = custom_collective(n, ins, outs, name=f"shift{shift}")
-    b = ProgramBuilder(c)
-    for r in range(n):
-        b.send(r, (r + shift) % n, Slice(Buffer.INPUT, 0, packets))
-        b.recv((r + shift) % n, r, Slice(Buffer.OUTPUT, 0, packets))
-    return b.build()
-
-
 def one_packet(hops: int) -> Program:
-    c = Collective(CollectiveKind.BROADCAST, 2, root=0, placement=(0, hops))
-    b = ProgramBuilder(c)
-    b.copy(0, Slice(Buffer.INPUT, 0), Slice(Buffer.OUTPUT, 0))
-    b.send(0, 1, Slice(Buffer.INPUT, 0))
-    b.recv(1, 0, Slice(Buffer.OUTPUT, 0))
-    return b.build()
+    return one_message(hops)[0]
 
 
 def pair(src: int, dst: int) -> Program:
