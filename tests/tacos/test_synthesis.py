@@ -179,3 +179,21 @@ def test_errors() -> None:
         synthesize(
             collective(CollectiveKind.ALLREDUCE, 4), parse_topology("mesh:2x2,fail=0-1;2-3"), 1e6
         )
+
+
+def test_odd_seeds_count_chunks_in_flight_to_the_rivals() -> None:
+    """On a ring, the odd-seed rule keeps both directions from carrying a chunk towards each
+    other: 8 ranks, 4 chunks each, 1 MiB reach the All-Gather and All-Reduce bounds with
+    seed 1, where seed 0 (the even-seed rule) stays above them; ``seeds=2`` finds it."""
+    from tacos.bounds import lower_bounds
+
+    ring = parse_topology("ring:8,bw=50GiB/s,lat=500ns")
+    for kind, cf in ((CollectiveKind.ALLGATHER, 4), (CollectiveKind.ALLREDUCE, 32)):
+        c = Collective(kind, 8, cf)
+        chunk = (1 << 20) / c.size_chunks
+        bound = lower_bounds(kind, ring, 1 << 20, chunks_per_npu=4).best[1]
+        even = synthesize(c, ring, chunk, seed=0).estimated_ns
+        odd = synthesize(c, ring, chunk, seed=1).estimated_ns
+        both = synthesize(c, ring, chunk, seed=0, seeds=2).estimated_ns
+        assert odd == pytest.approx(bound, rel=1e-6) and even > 1.04 * bound
+        assert both == pytest.approx(bound, rel=1e-6)
