@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backends.sim import SimError, simulate
 from backends.sim.concurrent import Instance, simulate_instances
@@ -165,3 +167,51 @@ def test_other_kinds_respect_their_bounds(kind: CollectiveKind) -> None:
     res = simulate(innetwork_program(c, FRED20), FRED20, size // c.size_chunks)
     bound = lower_bounds(kind, FRED20, size, any_chunking=True).best[1]
     assert bound <= res.finish_ns <= 1.1 * bound
+
+
+@st.composite
+def random_flows(draw: st.DrawFn) -> tuple[str, list[tuple[list[int], list[int]]], int]:
+    """A topology with reducing switches and flows with random inputs and outputs."""
+    spec = draw(st.sampled_from(["fred:8", "fred:10,l1=3", "switch:6,innet=yes"]))
+    n = parse_topology(spec).num_npus
+    flows = []
+    for _ in range(draw(st.integers(1, 4))):
+        ins = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n)))
+        outs = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n)))
+        if len(set(ins) | set(outs)) < 2:
+            outs = sorted({*outs, (ins[0] + 1) % n})
+        flows.append((ins, outs))
+    return spec, flows, draw(st.sampled_from([1, 1000, 1 << 20]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_flows())
+def test_every_tree_link_carries_each_flow_once(
+    case: tuple[str, list[tuple[list[int], list[int]]], int],
+) -> None:
+    """Flows on disjoint scratch slots of a custom layout: whatever their inputs and outputs,
+    the simulation finishes, and every link is busy for exactly the bytes of the flows whose
+    tree crosses it (each tree link carries a flow's bytes once)."""
+    spec, flows, nbytes = case
+    topo = parse_topology(spec)
+    n = topo.num_npus
+    b = ProgramBuilder(Collective(K.ALLREDUCE, n, 1))
+    for r in range(n):  # the collective itself, so the program is complete
+        b.flow_in(r, len(flows), Slice(Buffer.INPUT, 0, 1))
+        b.flow_out(r, len(flows), Slice(Buffer.OUTPUT, 0, 1))
+    for f, (ins, outs) in enumerate(flows):
+        for r in ins:
+            b.flow_in(r, f, Slice(Buffer.INPUT, 0, 1))
+        for r in outs:
+            b.flow_out(r, f, Slice(Buffer.SCRATCH, f, 1))
+    p = b.build()
+    res = simulate(p, topo, nbytes)
+    trees = FlowTrees(topo)
+    expect = {lk.index: 0.0 for lk in topo.links}
+    for ins, outs in [*flows, (list(range(n)), list(range(n)))]:
+        t = trees.tree(ins, outs)
+        for u, v in (*t.up, *t.down):
+            lk = topo.links_between(u, v)[0]
+            expect[lk.index] += nbytes / lk.bandwidth_bytes_per_ns
+    for lk in topo.links:
+        assert res.link_busy_ns[lk.index] == pytest.approx(expect[lk.index], abs=1e-3 * 256)
