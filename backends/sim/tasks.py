@@ -496,8 +496,8 @@ def expand_flows(
         side = ins if int(p.kind[g]) == OpKind.FLOW_IN else outs
         side.setdefault(int(p.tag[g]), []).append(g)
 
-    # Rows of new tasks: (kind, detail, peer, nbytes, tag, origin, route) plus deps given as
-    # ("old", base task) or ("new", row) references, resolved once every index is known.
+    # Rows of new tasks: (kind, detail, peer, nbytes, tag, origin, route), with deps given as
+    # (False, base task) or (True, row) references, resolved once every index is known.
     inserted: dict[int, list[int]] = {}  # base join task -> rows of its pieces
     rows: list[tuple[int, int, int, int, int, int, tuple[int, ...]]] = []
     row_deps: list[list[tuple[bool, int]]] = []
