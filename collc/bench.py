@@ -120,6 +120,7 @@ def run_bench(
     placement: str = "",
     groups: str = "",
     seed: int = 0,
+    seeds: int = 1,
     completion: str = DEFAULT_COMPLETION.value,
     say: Callable[[str], None] | None = None,
     astra_native: list[str] | None = None,
@@ -127,10 +128,10 @@ def run_bench(
     max_transfers: int = 0,
 ) -> BenchReport:
     """Produce, verify and simulate every applicable algorithm at every size, all under the
-    send-completion rule ``completion``. ``astra_native`` adds a row per ASTRA-sim
-    implementation name (``halvingDoubling``, ``direct``, ``ring``...): the time ASTRA-sim's
-    analytical backend reports for its own native collective, the same on every dimension of
-    the topology (a stack of Ring / FullyConnected / Switch dimensions); these rows use that
+    send-completion rule ``completion``; TACOS keeps the best of ``seeds`` seeds from
+    ``seed``. ``astra_native`` adds a row per ASTRA-sim implementation name
+    (``halvingDoubling``, ``direct``, ``ring``...): the time ASTRA-sim's analytical backend
+    reports for its own native collective, the same on every dimension of the topology (a stack of Ring / FullyConnected / Switch dimensions); these rows use that
     model, not collc's simulator, and never count as the best baseline. A producer whose
     work `synthesize` would refuse (``max_work``, ``max_transfers``; 0: the defaults) gets a
     row saying so instead of running."""
@@ -165,6 +166,7 @@ def run_bench(
             chunks_per_npu=chunks_per_npu,
             placement=placement,
             seed=seed,
+            seeds=seeds,
             completion=completion,
             groups=groups,
             max_transfers=max_transfers,

@@ -667,6 +667,13 @@ def simulate(
     help=_GROUPS_HELP + " TACOS runs jointly and, as tacos-independent, group by group.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="TACOS keeps the best of K seeds (as synthesize).",
+)
 @_completion_option(DEFAULT_COMPLETION.value)
 @click.option(
     "--astra-native",
@@ -699,6 +706,7 @@ def bench(
     placement: str,
     groups: str,
     seed: int,
+    seeds: int,
     completion: str,
     astra_native: str,
     plot: Path | None,
@@ -728,6 +736,7 @@ def bench(
         placement=placement,
         groups=groups,
         seed=seed,
+        seeds=seeds,
         completion=completion,
         say=say,
         astra_native=[a.strip() for a in astra_native.split(",") if a.strip()],
