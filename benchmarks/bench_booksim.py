@@ -53,15 +53,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from backends.hwprog import HwOptions, export
+from backends.hwprog import HwOptions
 from backends.replay import ReplayResult, replay
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
-from chakra_ir.outdir import Manifest
 from chakra_ir.program import Program, ProgramBuilder, Slice
-from chakra_ir.verify import verify
-from tests.replay.helpers import one_message
+from tests.replay.helpers import write
 from tests.replay.shift import shift_program
-from topologies import parse_topology
 from topologies.errors import CollcError
 
 FLIT = 16
@@ -120,11 +117,8 @@ BATCH = "sim_type = batch;\nbatch_size = {b};\nbatch_count = 1;\ninjection_rate 
 # -- collc -----------------------------------------------------------------------------------
 
 
-def one_packet(hops: int) -> Program:
-    return one_message(hops)[0]
-
-
 def pair(src: int, dst: int) -> Program:
+    """One message from NPU ``src`` to NPU ``dst``."""
     c = Collective(CollectiveKind.BROADCAST, 2, root=0, placement=(src, dst))
     b = ProgramBuilder(c)
     b.copy(0, Slice(Buffer.INPUT, 0), Slice(Buffer.OUTPUT, 0))
@@ -151,20 +145,8 @@ def all_to_all(n: int) -> Program:
 def run_collc(
     program: Program, spec: str, work: Path, name: str, options: HwOptions
 ) -> ReplayResult:
-    verify(program)
-    c = program.collective
-    chunk = FLIT * PACKET_FLITS
-    manifest = Manifest(
-        collective=c,
-        topology=spec,
-        size_bytes=chunk * c.size_chunks,
-        chunk_bytes=chunk,
-        et_prefix=c.kind.value,
-        algorithm="bench",
-    )
-    out = work / name
-    export(program, parse_topology(spec), manifest, out, "torus", options)
-    return replay(out)
+    """Verify, export (torus) and replay ``program`` with one packet per chunk."""
+    return replay(write(program, spec, work / name, FLIT * PACKET_FLITS, options, target="torus"))
 
 
 # -- the cases -------------------------------------------------------------------------------
@@ -177,7 +159,7 @@ def zero_load(binary: str, work: Path) -> None:
     for hops, k, traffic in cases:
         text = booksim(binary, ring(k, traffic, LOW), work, f"zero{hops}")
         b = figure(text, "Packet latency average")
-        res = run_collc(one_packet(hops), f"torus:{k},{LINK}", work, f"zero{hops}", hw())
+        res = run_collc(pair(0, hops), f"torus:{k},{LINK}", work, f"zero{hops}", hw())
         print(
             f"  {hops:>4} {b if b is not None else '-':>9} {res.cycles:>7} "
             f"{res.cycles + CHANNELS:>8}  {traffic} on a {k}-ring"
