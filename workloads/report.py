@@ -10,7 +10,6 @@ one thread per link (`backends.sim.timeline.link_events`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import Counter, defaultdict
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from backends.sim.results import SimResult
-from backends.sim.timeline import atomic_write_text, link_events, meta_event
+from backends.sim.timeline import link_events, meta_event, write_trace
 from workloads.engine import WorkloadRun, resource
 from workloads.model import NodeKind, Workload
 
@@ -153,9 +152,4 @@ def write_timeline(
     path: str | os.PathLike[str], w: Workload, run: WorkloadRun, sim: SimResult | None = None
 ) -> None:
     """Write the run's Perfetto timeline to ``path`` (a temporary file, then renamed)."""
-    doc = {
-        "traceEvents": trace_events(w, run, sim),
-        "displayTimeUnit": "ns",
-        "otherData": {"iteration_ns": run.time_ns, "npus": w.num_npus},
-    }
-    atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+    write_trace(path, trace_events(w, run, sim), {"iteration_ns": run.time_ns, "npus": w.num_npus})

@@ -6,19 +6,18 @@
   (threads) so that events on one thread never overlap.
 
 ``ts`` and ``dur`` are in µs (the format's unit), from cycles through the clock. Written with
-`backends.sim.timeline.atomic_write_text`.
+`backends.sim.timeline.write_trace`.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import os
 from typing import Any
 
 from backends.replay.errors import ReplayError
 from backends.replay.framework import ReplayResult
-from backends.sim.timeline import atomic_write_text, meta_event
+from backends.sim.timeline import meta_event, write_trace
 
 LINKS_PID = 1
 NPU_PID_BASE = 100
@@ -100,18 +99,14 @@ def trace_events(result: ReplayResult) -> list[dict[str, Any]]:
 
 def write_timeline(result: ReplayResult, path: str | os.PathLike[str]) -> None:
     """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically."""
-    doc = {
-        "traceEvents": trace_events(result),
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "replay": result.target,
-            "topology": result.topology,
-            "collective": result.collective,
-            "cycles": result.cycles,
-            "time_ns": result.time_ns,
-        },
+    other = {
+        "replay": result.target,
+        "topology": result.topology,
+        "collective": result.collective,
+        "cycles": result.cycles,
+        "time_ns": result.time_ns,
     }
     try:
-        atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+        write_trace(path, trace_events(result), other)
     except OSError as e:
         raise ReplayError(f"cannot write the timeline {path}: {e.strerror or e}") from None

@@ -159,22 +159,28 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def write_trace(
+    path: str | os.PathLike[str], events: list[dict[str, Any]], other: dict[str, Any]
+) -> None:
+    """Write a Chrome-trace/Perfetto document (``events``, times in ns, ``other`` as its
+    ``otherData``) to ``path`` atomically. OSError passes through: callers name it in their
+    own error type."""
+    doc = {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+    atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+
+
 def write_timeline(result: SimResult, path: str | os.PathLike[str]) -> None:
     """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically.
 
     Requires a result simulated with ``keep_timeline=True`` (SimError otherwise).
     """
-    doc = {
-        "traceEvents": trace_events(result),
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "model": result.model,
-            "topology": result.topology,
-            "collective": result.collective,
-            "finish_ns": result.finish_ns,
-        },
+    other = {
+        "model": result.model,
+        "topology": result.topology,
+        "collective": result.collective,
+        "finish_ns": result.finish_ns,
     }
     try:
-        atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+        write_trace(path, trace_events(result), other)
     except OSError as e:
         raise SimError(f"cannot write the timeline {path}: {e.strerror or e}") from None
