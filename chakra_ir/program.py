@@ -312,6 +312,15 @@ class Program:
         """Whether any operation is an in-network flow's FlowIn or FlowOut."""
         return bool(np.any(self.kind >= OpKind.FLOW_IN))
 
+    def flows(self) -> dict[int, tuple[list[int], list[int]]]:
+        """Per flow id, the global indices of its FlowIns and of its FlowOuts (program order;
+        either list may be empty in a program that `verify` would refuse)."""
+        out: dict[int, tuple[list[int], list[int]]] = {}
+        for g in np.flatnonzero(self.kind >= OpKind.FLOW_IN).tolist():
+            side = 0 if int(self.kind[g]) == OpKind.FLOW_IN else 1
+            out.setdefault(int(self.tag[g]), ([], []))[side].append(g)
+        return out
+
     def flow_refusal(self, target: str, why: str) -> str | None:
         """The one-line reason a consumer that cannot express in-network flows gives for
         refusing this program (None when it has none): the first flow op, ``target`` and

@@ -169,17 +169,13 @@ class _Checker:
         bad = members[p.tag[members] < 0]
         if bad.size:
             raise self.fail("structure", int(bad[0]), "names a negative flow id")
-        ins, outs = self.flow_ins, self.flow_outs
-        for g in members.tolist():
-            side = ins if int(p.kind[g]) == FLOW_IN else outs
-            side.setdefault(int(p.tag[g]), []).append(g)
         c = p.collective
-        for f in sorted(set(ins) | set(outs)):
-            fi, fo = ins.get(f, []), outs.get(f, [])
+        for f, (fi, fo) in sorted(p.flows().items()):
             if not fi or not fo:
                 g = (fi or fo)[0]
                 what = "no input (flow-in)" if not fi else "no output (flow-out)"
                 raise self.fail("structure", g, f"flow {f} has {what}")
+            self.flow_ins[f], self.flow_outs[f] = fi, fo
             counts = {int(p.count[g]) for g in fi + fo}
             if len(counts) > 1:
                 g = next(g for g in fi + fo if int(p.count[g]) != int(p.count[fi[0]]))

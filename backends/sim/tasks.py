@@ -490,11 +490,6 @@ def expand_flows(
         raise SimError(e.message) from None
     R = graph.num_ranks
     op_rank = p.op_rank()
-    ins: dict[int, list[int]] = {}
-    outs: dict[int, list[int]] = {}
-    for g in np.flatnonzero(p.kind >= OpKind.FLOW_IN).tolist():
-        side = ins if int(p.kind[g]) == OpKind.FLOW_IN else outs
-        side.setdefault(int(p.tag[g]), []).append(g)
 
     # Rows of new tasks: (kind, detail, peer, nbytes, tag, origin, route), with deps given as
     # (False, base task) or (True, row) references, resolved once every index is known.
@@ -520,8 +515,7 @@ def expand_flows(
         return len(rows) - 1
 
     base_deps = graph.dep_offsets
-    for f in sorted(ins):
-        fi, fo = ins[f], outs[f]
+    for f, (fi, fo) in sorted(p.flows().items()):
         npu_rank = {c.npu(int(op_rank[g])): int(op_rank[g]) for g in fi + fo}
         tree = trees.tree(
             [c.npu(int(op_rank[g])) for g in fi], [c.npu(int(op_rank[g])) for g in fo]
