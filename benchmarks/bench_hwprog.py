@@ -18,15 +18,22 @@ from chakra_ir.collective import CollectiveKind
 from collc import pipeline
 from topologies import parse_topology
 
+T512 = "torus:8x8x8"
 
-def main() -> None:
-    spec = "torus:8x8x8"
-    t0 = time.perf_counter()
+
+def synthesize_t512() -> pipeline.Result:
+    """The issue's 512-NPU TACOS all-reduce on `T512`: 3 chunks per NPU, 64 MiB, seed 1."""
     req = pipeline.Request(
-        spec, CollectiveKind.ALLREDUCE, "tacos", 64 << 20, chunks_per_npu=3, seed=1,
+        T512, CollectiveKind.ALLREDUCE, "tacos", 64 << 20, chunks_per_npu=3, seed=1,
         max_work=100_000_000,
     )  # fmt: skip
-    res = pipeline.synthesize(req)
+    return pipeline.synthesize(req)
+
+
+def main() -> None:
+    spec = T512
+    t0 = time.perf_counter()
+    res = synthesize_t512()
     print(f"synthesize   {time.perf_counter() - t0:8.1f} s   {res.program.num_ops:,} operations")
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "hw"
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

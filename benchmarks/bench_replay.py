@@ -28,6 +28,7 @@ from pathlib import Path
 from backends.hwprog import HwOptions, export
 from backends.replay import replay
 from backends.sim import simulate
+from benchmarks.bench_hwprog import T512, synthesize_t512
 from chakra_ir.collective import CollectiveKind
 from collc import pipeline
 from topologies import parse_topology
@@ -89,14 +90,10 @@ def table() -> None:
 
 
 def big(hwdir: Path | None) -> None:
-    spec = "torus:8x8x8"
+    spec = T512
     if hwdir is None:
         t0 = time.perf_counter()
-        req = pipeline.Request(
-            spec, CollectiveKind.ALLREDUCE, "tacos", 64 << 20, chunks_per_npu=3, seed=1,
-            max_work=100_000_000,
-        )  # fmt: skip
-        res = pipeline.synthesize(req)
+        res = synthesize_t512()
         print(f"synthesize {time.perf_counter() - t0:8.1f} s  {res.program.num_ops:,} operations")
         hwdir = Path(tempfile.mkdtemp()) / "hw"
         t0 = time.perf_counter()
