@@ -34,8 +34,7 @@ from topologies.errors import CollcError
 from topologies.topology import Topology
 
 SEND, RECV, RECV_REDUCE, COPY, REDUCE, FLOW_IN, FLOW_OUT = (int(k) for k in OpKind)
-_VALID_KIND = np.zeros(256, dtype=np.bool_)
-_VALID_KIND[[int(k) for k in OpKind]] = True
+_KINDS = np.array([int(k) for k in OpKind], dtype=np.int64)
 
 
 class VerifyError(CollcError):
@@ -113,7 +112,7 @@ class _Checker:
             if p.buffer_sizes[r, 2] < 0:
                 raise VerifyError("structure", f"rank {r} has a negative scratch size", r)
         kind = p.kind
-        bad = np.flatnonzero(~_VALID_KIND[kind.astype(np.int64) & 0xFF] | (kind < 0))
+        bad = np.flatnonzero(~np.isin(kind, _KINDS))
         if bad.size:
             raise self.fail("structure", int(bad[0]), f"unknown operation kind {int(kind[bad[0]])}")
         bad = np.flatnonzero(p.count < 1)

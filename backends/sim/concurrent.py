@@ -242,6 +242,7 @@ def _merge(
             lengths = rl[routed]
             dst = _spans(route_offsets[task_pos[i][routed]], lengths)
             route_nodes[dst] = g.route_nodes[_spans(g.route_offsets[routed], lengths)]
+    switch_sets = [set(g.switch_ranks) for g in graphs]
     merged = TaskGraph(
         npus=tuple(npu for npu, _, _ in owners),
         rank_offsets=rank_offsets,
@@ -261,9 +262,7 @@ def _merge(
         semantics_checked=all(g.semantics_checked for g in graphs),
         notes=tuple(dict.fromkeys(nt for g in graphs for nt in g.notes)),
         merged=True,
-        switch_ranks=tuple(
-            k for k, (_, i, r) in enumerate(owners) if r in set(graphs[i].switch_ranks)
-        ),
+        switch_ranks=tuple(k for k, (_, i, r) in enumerate(owners) if r in switch_sets[i]),
     )
     return merged, new_rank
 

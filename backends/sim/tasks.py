@@ -551,7 +551,9 @@ def expand_flows(
         for a, b in tree.down:
             down_children.setdefault(a, []).append(b)
             down_parent[b] = a
-        nodes = sorted({*up_children, *down_children, *down_parent} - set(range(topology.num_npus)))
+        nodes = sorted(
+            x for x in {*up_children, *down_children, *down_parent} if x >= topology.num_npus
+        )
         sw_detail = int(Detail.SWITCH)
         for j, b in enumerate(pieces):
             del j
