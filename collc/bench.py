@@ -78,6 +78,10 @@ class BenchRow:
     speedup: float | None = None
     """Time of the best baseline over this time (tacos and baselines alike)."""
     error: str = ""
+    chunk_bytes: int | None = None
+    """Bytes of the program's chunk (its smallest message): programs are compared at the
+    granularity each producer chose (the bidirectional ring's ``--chunks-per-npu`` counts
+    chunks per direction, so it cuts twice as fine as TACOS at the same flag)."""
     model: str = "congestion"
     """``congestion`` (collc's simulator), or ``astra-analytical`` for an ``astra:<algorithm>``
     row: ASTRA-sim's analytical model of its own native collective (no contention)."""
@@ -184,6 +188,7 @@ def run_bench(
                 row.error = program
             else:
                 chunk_bytes = chunk_bytes_for(program.collective, size)
+                row.chunk_bytes = chunk_bytes
                 result = simulate(program, topology, chunk_bytes, cost=cost)
                 row.time_ns = result.finish_ns
                 row.busbw_gbps = result.busbw_gbps
@@ -275,7 +280,8 @@ def format_report(report: BenchReport) -> str:
         lines.append("")
         lines.append(f"size {format_size_bytes(size)}   lower bound {bns / 1000:,.2f} us ({bname})")
         lines.append(
-            f"  {'algorithm':<18}{'time us':>14}{'busbw GB/s':>12}{'x bound':>9}{'vs best baseline':>18}"
+            f"  {'algorithm':<18}{'time us':>14}{'busbw GB/s':>12}{'x bound':>9}"
+            f"{'vs best baseline':>18}{'chunk':>10}"
         )
         for r in report.rows:
             if r.size_bytes != size:
@@ -286,8 +292,10 @@ def format_report(report: BenchReport) -> str:
             assert r.time_ns is not None and r.ratio is not None
             busbw = f"{r.busbw_gbps:.2f}" if r.busbw_gbps is not None else "-"
             speed = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
+            chunk = format_size_bytes(r.chunk_bytes) if r.chunk_bytes is not None else "-"
             lines.append(
-                f"  {r.algorithm:<18}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}{speed:>18}"
+                f"  {r.algorithm:<18}{r.time_ns / 1000:>14,.2f}{busbw:>12}{r.ratio:>9.3f}"
+                f"{speed:>18}{chunk:>10}"
             )
     if report.collective == "allreduce" and any(
         r.algorithm == "fred-innetwork" and r.time_ns for r in report.rows

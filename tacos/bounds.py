@@ -23,7 +23,13 @@ For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` by
   of links``.
 - ``chunk``: every rank must receive ``(n-1) c`` chunks, and in-link ``e`` delivers its ``j``-th
   chunk no earlier than ``a_e + j s/B_e``: the least ``T`` by which the in-links can deliver
-  them all. (The reference's form with a link busy for ``a_e + s/B_e`` per chunk assumes links
+  them all.
+- Switches hold no data and store and forward whole messages, so a link out of a switch ``x``
+  carries nothing before a whole message has reached ``x``: ``ingress``, ``chunk`` and
+  ``total-in`` start such a link at ``r_x``, the store-and-forward time (hop: latency +
+  ``s``/bandwidth, plus the switch delay) from the nearest NPU to ``x`` (`_switch_ready`; with
+  ``s = 0`` for programs cut any way, and on topologies whose switches reduce, whose flows
+  travel in pieces). (The reference's form with a link busy for ``a_e + s/B_e`` per chunk assumes links
   that do not pipeline, which the cost model's links do; so it is not a bound here.)
 
 Reduce-Scatter: the All-Gather bounds on the transposed topology (a Reduce-Scatter run
@@ -76,6 +82,12 @@ DESCRIPTIONS = {
     "latency": "the farthest chunk travels store-and-forward (hop: latency + chunk/bandwidth)",
     "chunk": "every rank receives its missing chunks one per link serialization",
 }
+
+
+_TOTAL_IN = (
+    "the ranks together receive 2(n-1) values per element through their in-links, which "
+    "carry nothing out of a switch before a whole message has reached it"
+)
 
 
 @dataclass(frozen=True)
@@ -146,12 +158,13 @@ def lower_bounds(
     m = size_bytes / n
     if kind is CollectiveKind.ALLTOALL:
         return _alltoall(net, ranks, size_bytes, c, cost, shape, chunked)
+    whole = chunked and not topology.in_network
     if kind is CollectiveKind.ALLGATHER:
-        return _spread(net, ranks, m, c, cost, shape, chunked)
+        return _spread(net, ranks, m, c, cost, shape, chunked, whole)
     if kind is CollectiveKind.REDUCE_SCATTER:
-        return _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
+        return _spread(net.transpose(), ranks, m, c, cost, shape, chunked, whole)
     if kind is CollectiveKind.ALLREDUCE:
-        b = _allreduce(net, ranks, size_bytes, c, cost, shape, chunked)
+        b = _allreduce(net, ranks, size_bytes, c, cost, shape, chunked, whole)
         return _in_network(b, net, ranks, size_bytes, cost) if topology.in_network else b
     if kind is CollectiveKind.BROADCAST:
         return _rooted(
@@ -198,6 +211,7 @@ def _allreduce(
     cost: CostModel,
     shape: tuple[int, ...],
     chunked: bool,
+    whole: bool,
 ) -> Bounds:
     """All-Reduce bounds that hold however a program overlaps its phases.
 
@@ -208,21 +222,32 @@ def _allreduce(
     contribution together somewhere, ``n-1`` more for the others to learn it), so the ranks
     together send ``2(n-1)`` buffers through their out-links (``total``). The cut and latency
     bounds are those of the Reduce-Scatter and the All-Gather it contains (the larger of each).
-    Adding the two phases' bounds would be wrong: a program may overlap them.
+    Adding the two phases' bounds would be wrong: a program may overlap them. The ``2(n-1)``
+    messages also enter ranks, through in-links that may leave switches (``total-in``); on the
+    transpose that is the last message's way out through a switch.
     """
     n = len(ranks)
     m = size / n
-    a = _spread(net, ranks, m, c, cost, shape, chunked)
-    b = _spread(net.transpose(), ranks, m, c, cost, shape, chunked)
-    out, inn = _adjacency(net)
+    s = size / (n * c)
+    a = _spread(net, ranks, m, c, cost, shape, chunked, whole)
+    b = _spread(net.transpose(), ranks, m, c, cost, shape, chunked, whole)
+    out, _ = _adjacency(net)
+    inn = _ready_in_links(net, s if whole else 0.0, cost)
     items = {k: max(a.items[k], b.items[k]) for k in a.items}
     items["ingress"] = max(_fluid(inn[v], size) for v in ranks)
     items["egress"] = max(_fluid(out[v], size) for v in ranks)
     items["total"] = _fluid([lk for v in ranks for lk in out[v]], 2 * (n - 1) * size)
+    if net.num_nodes > net.num_npus:
+        tin = _ready_in_links(net.transpose(), s if whole else 0.0, cost)
+        items["total-in"] = max(
+            _fluid([lk for v in ranks for lk in links[v]], 2 * (n - 1) * size)
+            for links in (inn, tin)
+        )
     if chunked:
-        items["chunk"] = max(_chunk_count(inn[v], size / (n * c), n * c) for v in ranks)
+        items["chunk"] = max(_chunk_count(inn[v], s, n * c) for v in ranks)
     desc = {
         "total": "the ranks together send 2(n-1) values per element through their out-links",
+        "total-in": _TOTAL_IN,
         "ingress": "every rank receives a value for every element of the buffer",
         "egress": "every rank sends a value for every element of the buffer",
         "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
@@ -265,9 +290,9 @@ def _in_network(b: Bounds, net: Net, ranks: list[int], size: float, cost: CostMo
             default=math.inf,
         )
         worst = max(worst, first + _fluid(inn[r], size))
-    items = {k: v for k, v in b.items.items() if k != "total"}
+    items = {k: v for k, v in b.items.items() if k not in ("total", "total-in")}
     items["in-network"] = worst
-    desc = {k: v for k, v in b.descriptions.items() if k != "total"}
+    desc = {k: v for k, v in b.descriptions.items() if k not in ("total", "total-in")}
     desc["in-network"] = (
         "switches reduce and multicast: every rank sends and receives the whole buffer once, "
         "plus the latency its last byte needs to reach the farthest rank"
@@ -347,6 +372,48 @@ def _chunk_count_of(key: tuple[tuple[float, float], ...], s: float, need: int) -
         else:
             left = mid_i + 1
     return float(cands[left]) if left < len(cands) else hi
+
+
+def _switch_ready(net: Net, s: float, cost: CostModel) -> list[float]:
+    """Per node, the earliest time a whole message of ``s`` bytes can leave it: 0 at an NPU;
+    at a switch, the store-and-forward time (hop: latency + ``s``/bandwidth) from the nearest
+    NPU plus the switch delay (a multi-source Dijkstra through switches)."""
+    out, _ = _adjacency(net)
+    npus = net.num_npus
+    dist = [0.0] * npus + [math.inf] * (net.num_nodes - npus)
+    heap = [(0.0, x) for x in range(npus)]
+    while heap:
+        d, x = heapq.heappop(heap)
+        if d > dist[x]:
+            continue
+        ready = d + cost.switch_delay_ns if x >= npus else 0.0
+        for lk in out[x]:
+            nd = ready + lk.latency_ns + s / lk.bandwidth_bytes_per_ns
+            if lk.dst >= npus and nd < dist[lk.dst]:
+                dist[lk.dst] = nd
+                heapq.heappush(heap, (nd, lk.dst))
+    return [d + cost.switch_delay_ns if x >= npus else 0.0 for x, d in enumerate(dist)]
+
+
+def _ready_in_links(net: Net, s: float, cost: CostModel) -> list[list[LinkCost]]:
+    """Each node's in-links, a link out of a switch starting when a whole message of ``s``
+    bytes can leave the switch (`_switch_ready`, folded into its latency, which is how
+    `_fluid` and `_chunk_count` take a start time)."""
+    _, inn = _adjacency(net)
+    if net.num_nodes == net.num_npus:
+        return inn
+    ready = _switch_ready(net, s, cost)
+    return [
+        [
+            LinkCost(
+                lk.index, lk.src, lk.dst, lk.latency_ns + ready[lk.src], lk.bandwidth_bytes_per_ns
+            )
+            if ready[lk.src] > 0
+            else lk
+            for lk in links
+        ]
+        for links in inn
+    ]
 
 
 def _adjacency(net: Net) -> tuple[list[list[LinkCost]], list[list[LinkCost]]]:
@@ -646,10 +713,14 @@ def _spread(
     cost: CostModel,
     shape: tuple[int, ...],
     chunked: bool = True,
+    whole: bool = True,
 ) -> Bounds:
-    out, inn = _adjacency(net)
+    """All-Gather bounds (module docstring); ``whole``: messages through a switch carry whole
+    chunks of ``s`` bytes (else they may be arbitrarily small)."""
+    out, _ = _adjacency(net)
     n = len(ranks)
     s = m / c
+    inn = _ready_in_links(net, s if whole and chunked else 0.0, cost)
     ingress = max(_fluid(inn[v], (n - 1) * m) for v in ranks)
     egress = max(_fluid(out[v], m) for v in ranks)
     chunk = max(_chunk_count(inn[v], s, (n - 1) * c) for v in ranks)
@@ -867,16 +938,21 @@ def regular_lower_bounds(
         return g.spread(corner, m, c, chunked)
     if kind is CollectiveKind.ALLREDUCE:
         a = g.spread(corner, m, c, chunked)
+        s = size_bytes / (n * c) if chunked else 0.0
+        corner_in = g.ready(corner, s)
         items = dict(a.items)
-        items["ingress"] = _fluid(corner, size_bytes)
+        items["ingress"] = _fluid(corner_in, size_bytes)
         items["egress"] = _fluid(corner, size_bytes)
         items["total"] = _fluid(g.all_npu_links(), 2 * (n - 1) * size_bytes)
+        if SWITCH in grid.kinds:
+            items["total-in"] = _fluid(g.ready(g.all_npu_links(), s), 2 * (n - 1) * size_bytes)
         if chunked:
-            items["chunk"] = _chunk_count(corner, size_bytes / (n * c), n * c)
+            items["chunk"] = _chunk_count(corner_in, size_bytes / (n * c), n * c)
         else:
             items.pop("chunk", None)
         desc = {
             "total": "the ranks together send 2(n-1) values per element through their out-links",
+            "total-in": _TOTAL_IN,
             "ingress": "every rank receives a value for every element of the buffer",
             "egress": "every rank sends a value for every element of the buffer",
             "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
@@ -967,13 +1043,27 @@ class _Grid:
                 k = size - 1
             else:  # UNIRING, SWITCH
                 k = 1
-            links += [LinkCost(-1, 0, 0, lat, bw)] * k
+            links += [LinkCost(d, 0, 0, lat, bw)] * k  # index: the dimension
         return links
+
+    def ready(self, links: list[LinkCost], s: float) -> list[LinkCost]:
+        """``links`` (of `links_at` or `all_npu_links`) as in-links: a Switch dimension's link
+        starts once a whole message of ``s`` bytes has come up to the switch and through it
+        (`_switch_ready`: latency + s/bandwidth + the switch delay)."""
+        out = []
+        for lk in links:
+            d = lk.index
+            if d >= 0 and self.dims[d][1] == SWITCH:
+                _size, _kind, bw, lat = self.dims[d]
+                start = lat + s / bw + self.cost.switch_delay_ns
+                lk = LinkCost(d, 0, 0, lk.latency_ns + start, lk.bandwidth_bytes_per_ns)
+            out.append(lk)
+        return out
 
     def all_npu_links(self) -> list[LinkCost]:
         """The out-links of every NPU, as one aggregate link per dimension."""
         return [
-            LinkCost(-1, 0, 0, lat, self.grid.dim_links(d) * bw)
+            LinkCost(d, 0, 0, lat, self.grid.dim_links(d) * bw)
             for d, (_size, _kind, bw, lat) in enumerate(self.dims)
             if self.grid.dim_links(d)
         ]
@@ -1074,16 +1164,17 @@ class _Grid:
         """`_spread` in closed form (All-Gather of ``m`` bytes per rank in ``c`` chunks)."""
         n = self.n
         s = m / c
+        corner_in = self.ready(corner, s if chunked else 0.0)
 
         def cut_value(k_in: int, k_out: int, bw: float, lat: float) -> float:
             return lat + k_in * m / bw
 
         items = {
-            "ingress": _fluid(corner, (n - 1) * m),
+            "ingress": _fluid(corner_in, (n - 1) * m),
             "egress": _fluid(corner, m),
             "cut": self.cut(cut_value),
             "latency": self.farthest(s if chunked else 0.0),
-            "chunk": _chunk_count(corner, s, (n - 1) * c),
+            "chunk": _chunk_count(corner_in, s, (n - 1) * c),
         }
         if not chunked:
             del items["chunk"]

@@ -44,6 +44,29 @@ def test_ring_bidirectional_allreduce_meets_the_total_bound() -> None:
     assert 1.0 <= row.ratio < 1.001
 
 
+def test_tacos_on_a_switch_meets_the_bound_for_its_chunking() -> None:
+    # Through a store-and-forward switch, the first chunk must come up a link before any
+    # down-link can start: total-in = (A + s/B) + A + 2(n-1)/n M/B. TACOS reaches it for its chunk
+    # size s, and the bidirectional ring cut into as many chunks (its flag counts chunks per
+    # direction) is no faster.
+    from collc.bench import run_bench
+
+    topo = "switch:8,bw=50GiB/s,lat=500ns"
+    for c in (4, 8):
+        tacos = run_bench(topo, CollectiveKind.ALLREDUCE, [1 << 20], algorithms=["tacos"],
+                          chunks_per_npu=c).rows[0]  # fmt: skip
+        ring = run_bench(topo, CollectiveKind.ALLREDUCE, [1 << 20], algorithms=["ring-bidir"],
+                         chunks_per_npu=c // 2).rows[0]  # fmt: skip
+        b = lower_bounds(CollectiveKind.ALLREDUCE, parse_topology(topo), 1 << 20,
+                         chunks_per_npu=c)  # fmt: skip
+        bw = 50 * 2**30 / 1e9
+        s = (1 << 20) / (8 * c)
+        assert b.best[0] == "total-in"
+        assert b.best[1] == pytest.approx(500 + s / bw + 500 + 2 * 7 / 8 * (1 << 20) / bw)
+        assert tacos.time_ns == pytest.approx(b.best[1], rel=1e-6)  # whole picoseconds
+        assert ring.time_ns is not None and ring.time_ns >= tacos.time_ns * (1 - 1e-6)
+
+
 def test_fully_connected() -> None:
     n = 8
     sigma = M / n / B
@@ -58,9 +81,14 @@ def test_star_switch() -> None:
     sigma = M / n / B
     t = parse_topology(f"switch:{n}")
     b = lower_bounds(CollectiveKind.ALLGATHER, t, M)
-    assert b.items["ingress"] == pytest.approx(A + (n - 1) * sigma)
-    assert b.items["chunk"] == pytest.approx(A + (n - 1) * sigma)
+    # A rank's one in-link leaves the switch, which holds nothing before a whole chunk has
+    # come up a link (A + sigma); then the link delivers (n-1) chunks and the last one lands A
+    # later. With chunks cut any way the switch can start after A alone.
+    assert b.items["ingress"] == pytest.approx(2 * A + n * sigma)
+    assert b.items["chunk"] == pytest.approx(2 * A + n * sigma)
     assert b.items["latency"] == pytest.approx(2 * (A + sigma))
+    anyway = lower_bounds(CollectiveKind.ALLGATHER, t, M, any_chunking=True)
+    assert anyway.items["ingress"] == pytest.approx(2 * A + (n - 1) * sigma)
     rs = lower_bounds(CollectiveKind.REDUCE_SCATTER, t, M)
     assert rs.best[1] == pytest.approx(b.best[1])
     g = lower_bounds(CollectiveKind.GATHER, t, M, root=3)
