@@ -232,6 +232,14 @@ def _readme(plan: BundlePlan, topology: Topology) -> str:
         if plan.group
         else []
     )
+    reductions = (
+        [f"Reductions are COMP nodes of {o.reduce_micros} us."]
+        if o.reduce_micros
+        else [
+            "Reductions take 0 us, so a reducing receive has no reduction node (ASTRA-sim",
+            "runs a 0 us COMP node for 1 ns).",
+        ]
+    )
     lines = [
         f"ASTRA-sim bundle written by collc {collc_version()}",
         "",
@@ -263,9 +271,10 @@ def _readme(plan: BundlePlan, topology: Topology) -> str:
         "(a path prefix, relative to the working directory), so ASTRA-sim opens",
         f"{plan.collective_prefix}.<rank>.et for every rank and ignores the workload node's",
         "comm_size (each ET message states its own size: these ETs are built for this size",
-        "only). Every ready node of a custom ET issues at once; reductions are COMP nodes of",
-        f"{o.reduce_micros} us (ASTRA-sim runs 0 us as 1 ns). The native *-implementation lists",
-        f"({o.native_implementation} per dimension) serve any other collective.",
+        "only). Every ready node of a custom ET issues at once.",
+        *reductions,
+        f"The native *-implementation lists ({o.native_implementation} per dimension) serve",
+        "any other collective.",
         "ASTRA-sim's congestion-unaware model charges a message hops x latency + bytes /",
         "bandwidth of the LOWEST dimension in which its NPUs differ, without contention;",
         "ASTRA-sim writes its logs to ./log.",

@@ -25,7 +25,8 @@ class AstraOptions:
     ET sizes: ``chunk_bytes`` is the bytes of one chunk (the output folder's manifest
     ``chunk_bytes``): every message of the custom-collective ETs is ``count x chunk_bytes``, so a
     bundle is built for one collective size. ``reduce_micros`` is the duration in whole
-    microseconds of each reduction COMP node (ASTRA-sim runs a 0 as 1 ns).
+    microseconds of each reduction COMP node (ASTRA-sim runs a 0 as 1 ns, so a reducing
+    receive's reduction of 0 µs is written as no node).
 
     ``name`` is the stem of the ET files (``collective/<name>.<rank>.et`` and
     ``workload/<name>.<npu>.et``); empty means the collective's kind (``allreduce``...).

@@ -16,7 +16,8 @@ its custom-collective ET feeder:
   (not per hop). All times of this model are whole ns.
 - A send completes when its message arrives (ASTRA-sim invokes the send handler on arrival);
   a receive completes when it is issued and its message has arrived.
-- COMP nodes take ``duration_us`` whole microseconds; 0 becomes 1 ns (ASTRA-sim's rule).
+- COMP nodes take ``duration_us`` whole microseconds; 0 becomes 1 ns (ASTRA-sim's rule). The
+  reduction of a reducing receive that takes 0 µs is no node in the ET, so it costs nothing.
   Foreign INVALID/METADATA nodes take no time.
 - All ready nodes issue at once: no throttling, no endpoint delay (custom collectives send
   directly).
@@ -70,9 +71,11 @@ def astra_delay_ns(hops: int, latency_ns: float, bandwidth_bytes_per_ns: float, 
 
 def astra_comp_ns(graph: TaskGraph) -> I64:
     """Per task, what ASTRA-sim charges for it as a COMP node: ``duration_micros`` whole µs, 0
-    becoming 1 ns; a foreign node that is no work (INVALID, METADATA) nothing."""
-    comp = np.maximum(graph.duration_us.astype(np.int64) * 1000, 1)
-    comp[graph.detail == Detail.NOOP] = 0
+    becoming 1 ns; nothing for a foreign node that is no work (INVALID, METADATA) and for the
+    reduction of a reducing receive that takes 0 µs, which the ET writes as no node."""
+    us = graph.duration_us.astype(np.int64)
+    comp = np.maximum(us * 1000, 1)
+    comp[(graph.detail == Detail.NOOP) | ((graph.detail == Detail.REDUCE_RECEIVED) & (us == 0))] = 0
     return comp
 
 

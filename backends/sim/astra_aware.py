@@ -16,7 +16,8 @@ the custom-collective algorithm):
 - A send completes when its message has arrived (both callbacks fire at the arrival); a
   receive posted after its message arrived completes when it is posted.
 - COMP nodes take ``duration_micros`` whole microseconds, 0 becoming 1 ns; a reducing receive
-  is a RECV followed by its COMP node, as the ET writes it.
+  is a RECV followed by its COMP node when reductions take time, and a RECV alone when they
+  take 0 µs, as the ET writes it.
 - Ready nodes are issued at once, the ones a completion releases in ascending id order; events
   of one instant are handled in the order they were queued (ASTRA-sim's event queue).
 

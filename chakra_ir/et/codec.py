@@ -164,9 +164,10 @@ def _check_collc(t: EtTrace) -> None:
             0,
         )
     fmt = _meta_int(t, "collc_et_format")
-    if fmt != layout.ET_FORMAT:
+    if fmt not in layout.READABLE_FORMATS:
+        known = ", ".join(map(str, layout.READABLE_FORMATS))
         raise EtDecodeError(
-            f"collc ET format {fmt} is not supported (this collc reads {layout.ET_FORMAT})",
+            f"collc ET format {fmt} is not supported (this collc reads formats {known})",
             t.file,
             0,
         )
@@ -291,6 +292,25 @@ def _join_offsets(offsets: list[npt.NDArray[np.integer[Any]]]) -> I64:
     return out
 
 
+def _check_reduction_nodes(t: EtTrace, rr: I64, c5: I64) -> None:
+    """Each reducing receive ``rr`` is followed by its reduction node (``c5``), which depends
+    on it alone."""
+    dep_count = np.diff(t.data_dep_offsets)
+    if not np.array_equal(rr + 1, c5) or (
+        c5.size and not ((dep_count[c5] == 1) & (t.data_deps[t.data_dep_offsets[c5]] == rr)).all()
+    ):
+        bad = int(c5[0]) if c5.size else int(rr[0])
+        for a, b in zip(rr.tolist(), c5.tolist(), strict=False):
+            if a + 1 != b:
+                bad = a
+                break
+        raise EtDecodeError(
+            f"node {bad}: a reducing receive must be followed by its reduction node, which depends on it alone",
+            t.file,
+            int(t.offsets[bad]),
+        )
+
+
 def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.integer[Any]]]:
     """One rank's Program columns from its trace (collc layout, see `chakra_ir.et.layout`);
     every message's ``comm_size`` must be its slot count times ``chunk_bytes``."""
@@ -326,22 +346,20 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
         raise EtDecodeError(
             "an idle node must be the only node of its file", t.file, int(t.offsets[b])
         )
-    # Every reducing receive is followed by its reduction node, which depends on it alone.
+    # Every reducing receive is followed by its reduction node, which depends on it alone;
+    # unless reductions take 0 µs (format 2 on), which leaves them without nodes.
     rr = np.flatnonzero(cop == OpKind.RECV_REDUCE)
     c5 = np.flatnonzero(is_comp5)
-    dep_count = np.diff(t.data_dep_offsets)
-    if not np.array_equal(rr + 1, c5) or (
-        c5.size and not ((dep_count[c5] == 1) & (t.data_deps[t.data_dep_offsets[c5]] == rr)).all()
-    ):
-        bad = int(c5[0]) if c5.size else int(rr[0])
-        for a, b in zip(rr.tolist(), c5.tolist(), strict=False):
-            if a + 1 != b:
-                bad = a
-                break
+    micros = t.metadata.get("collc_reduce_micros", 0)
+    if _meta_int(t, "collc_et_format") == 1 or (isinstance(micros, int) and micros > 0):
+        _check_reduction_nodes(t, rr, c5)
+    elif c5.size:
+        b = int(c5[0])
         raise EtDecodeError(
-            f"node {bad}: a reducing receive must be followed by its reduction node, which depends on it alone",
+            f"node {b}: a reduction node, but this file's reductions take 0 µs and have none "
+            "(collc_reduce_micros 0)",
             t.file,
-            int(t.offsets[bad]),
+            int(t.offsets[b]),
         )
 
     # Every gate is followed by the send it gates, which carries collc_after and depends on it.

@@ -5,8 +5,11 @@ Per rank, operations become nodes in program order, ids 0, 1, ... in file order:
 - ``Send`` -> COMM_SEND_NODE; ``Recv`` -> COMM_RECV_NODE; ``Copy``/``Reduce`` -> COMP_NODE;
   ``FlowIn``/``FlowOut`` (in-network flows) -> COMM_COLL_NODE, which only collc reads: a
   program with flows cannot run in ASTRA-sim, whose switches do not reduce;
-- a reducing ``Recv`` -> COMM_RECV_NODE followed by a COMP_NODE (the reduction) that
-  data-depends on it; operations that depend on the reducing receive depend on that COMP node;
+- a reducing ``Recv`` -> COMM_RECV_NODE (``collc_op`` 2); when reductions take time
+  (``reduce_micros`` > 0) it is followed by a COMP_NODE (the reduction) that data-depends on
+  it, and operations that depend on the reducing receive depend on that COMP node. A
+  reduction of 0 µs gets no node, because ASTRA-sim would run it for 1 ns (format 1 always
+  wrote it; `chakra_ir.et.codec` still reads such files);
 - a ``Send`` with an ``after`` hint (send ``A`` of its rank) -> a gate COMP_NODE (duration 0,
   which ASTRA-sim runs for 1 ns) right before its COMM_SEND_NODE: the gate depends on what
   ``A``'s node depends on, and the send also on the gate. A simulator that issues the nodes
@@ -45,8 +48,8 @@ collc_route           int64_list  op nodes with a route hint
 
 An absent collc attribute means the default of its kind above, so decoding restores every
 column exactly. COMP durations: copy 0 (ASTRA-sim makes it 1 ns), reductions
-``reduce_micros`` (integer microseconds: a sub-microsecond reduction is written as 0, i.e.
-1 ns in ASTRA-sim).
+``reduce_micros`` (integer microseconds: a local ``Reduce`` of less than a microsecond is
+written as 0, i.e. 1 ns in ASTRA-sim; a reducing receive's reduction of 0 µs has no node).
 
 GlobalMetadata: version ``0.0.4`` and ``collc_et_format`` (int32, `ET_FORMAT`),
 ``collc_rank``, ``collc_num_ranks`` (int32), ``collc_program`` and ``collc_collective``
@@ -73,8 +76,12 @@ from chakra_ir.et.table import AttrSpec, NodeTable
 from chakra_ir.et.wire import BOOL, I64, WT_LEN, WT_VARINT, key, varint
 from chakra_ir.program import OpKind, Program
 
-ET_FORMAT = 1
-"""Version of collc's attribute layout (GlobalMetadata ``collc_et_format``)."""
+ET_FORMAT = 2
+"""Version of collc's attribute layout (GlobalMetadata ``collc_et_format``). Format 1 differs
+only in that every reducing receive is followed by its reduction node, whatever its time."""
+
+READABLE_FORMATS = (1, 2)
+"""The formats `chakra_ir.et.codec` decodes."""
 
 OP_REDUCE_AFTER_RECV = 5
 OP_IDLE = 6
@@ -305,15 +312,15 @@ def check_encodable(p: Program, chunk_bytes: int, reduce_micros: int) -> None:
 
 @dataclass(frozen=True)
 class ProgramLayout:
-    """Whole-program facts the per-batch layout needs: per op its rank, whether it is a
-    reducing receive, whether a gate precedes it, its node id in its rank's file (the gate's
-    is one less), and its ``comm_tag``."""
+    """Whole-program facts the per-batch layout needs: per op its rank, whether a reduction
+    node follows it (a reducing receive, when reductions take time), whether a gate precedes
+    it, its node id in its rank's file (the gate's is one less), and its ``comm_tag``."""
 
     program: Program
     chunk_bytes: int
     reduce_micros: int
     op_rank: I64
-    is_rr: BOOL
+    split: BOOL
     gated: BOOL
     node_id: I64
     tags: I64
@@ -324,10 +331,10 @@ class ProgramLayout:
         """Check ``p`` (`check_encodable`) and lay it out."""
         check_encodable(p, chunk_bytes, reduce_micros)
         op_rank = p.op_rank().astype(np.int64)
-        is_rr = p.kind == OpKind.RECV_REDUCE
+        split = (p.kind == OpKind.RECV_REDUCE) & (reduce_micros > 0)
         gated = p.after != -1
         rr_cum = np.zeros(p.num_ops + 1, dtype=np.int64)
-        np.cumsum(is_rr, out=rr_cum[1:])
+        np.cumsum(split, out=rr_cum[1:])
         g_cum = np.zeros(p.num_ops + 1, dtype=np.int64)
         np.cumsum(gated, out=g_cum[1:])
         start = p.rank_offsets[:-1][op_rank]
@@ -344,7 +351,7 @@ class ProgramLayout:
             chunk_bytes,
             reduce_micros,
             op_rank,
-            is_rr,
+            split,
             gated,
             node_id,
             comm_tags(p),
@@ -359,13 +366,13 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
     p = lay.program
     nb = g1 - g0
     kind = p.kind[g0:g1].astype(np.int64)
-    is_rr = lay.is_rr[g0:g1]
+    split = lay.split[g0:g1]
     gated = lay.gated[g0:g1]
     before = np.zeros(nb + 1, dtype=np.int64)
-    np.cumsum(is_rr.astype(np.int64) + gated, out=before[1:])
+    np.cumsum(split.astype(np.int64) + gated, out=before[1:])
     nn = nb + int(before[-1])
     op_node = np.arange(nb, dtype=np.int64) + before[:-1] + gated  # a gate comes first
-    rr_ops = np.flatnonzero(is_rr)
+    rr_ops = np.flatnonzero(split)
     comp_node = op_node[rr_ops] + 1
     g_ops = np.flatnonzero(gated)
     gate_node = op_node[g_ops] - 1
@@ -393,7 +400,7 @@ def node_table(lay: ProgramLayout, g0: int, g1: int) -> tuple[NodeTable, I64]:
     # reduction node), then its gate; a reduction node -> its receive; a gate -> what the
     # send it follows (A) depends on, and A's own gate.
     def done_node(target: I64) -> I64:
-        out: I64 = lay.node_id[target] + lay.is_rr[target]
+        out: I64 = lay.node_id[target] + lay.split[target]
         return out
 
     d0, d1 = int(p.dep_offsets[g0]), int(p.dep_offsets[g1])

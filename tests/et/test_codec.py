@@ -167,12 +167,53 @@ def test_astrasim_attributes_have_the_canonical_members() -> None:
 
 def test_dependants_of_a_reducing_receive_depend_on_its_reduction() -> None:
     p = ring_allreduce(3)
-    _, nodes = pb_messages(encode_program(p, 8)[0])
+    _, nodes = pb_messages(encode_program(p, 8, reduce_micros=2)[0])
     by_id = {n.id: n for n in nodes}
     for n in nodes:
         for d in n.data_deps:
             if by_id[d].name == "recv_reduce":
                 assert n.name == "reduce_received"
+
+
+def test_a_reduction_of_no_time_has_no_node() -> None:
+    # ASTRA-sim runs a 0 us COMP node for 1 ns, so a free reduction is left out: what depends
+    # on the reducing receive depends on its receive node.
+    p = ring_allreduce(3)
+    _, nodes = pb_messages(encode_program(p, 8)[0])
+    _, timed = pb_messages(encode_program(p, 8, reduce_micros=2)[0])
+    rr = [n for n in nodes if n.name == "recv_reduce"]
+    assert rr and not any(n.name == "reduce_received" for n in nodes)
+    assert len(timed) == len(nodes) + len(rr)
+    assert any(by.id in n.data_deps for by in rr for n in nodes)
+
+
+def _as_format_1(data: bytes) -> bytes:
+    """A file written with 1 us reductions, relabelled as format 1 of 0 us reductions: what
+    collc wrote before reductions of no time lost their nodes."""
+    meta, nodes = pb_messages(data)
+    for a in meta.attr:
+        if a.name == "collc_et_format":
+            a.int32_val = 1
+        if a.name == "collc_reduce_micros":
+            a.int64_val = 0
+    for n in nodes:
+        if n.name == "reduce_received":
+            n.duration_micros = 0
+    return et_stream(meta, [n.SerializeToString() for n in nodes])
+
+
+def test_format_1_files_still_decode() -> None:
+    p = ring_allreduce(3)
+    old = [_as_format_1(f) for f in encode_program(p, 8, reduce_micros=1)]
+    assert decode_program(old) == p
+    # A format 2 file of 0 us reductions must not carry reduction nodes.
+    meta, nodes = pb_messages(old[0])
+    for a in meta.attr:
+        if a.name == "collc_et_format":
+            a.int32_val = 2
+    bad = et_stream(meta, [n.SerializeToString() for n in nodes])
+    with pytest.raises(EtDecodeError, match="reductions take 0 µs and have none"):
+        decode_program([bad, *encode_program(p, 8)[1:]])
 
 
 def _messages(files: list[bytes]) -> list[tuple[str, int, int, int, int, int]]:
@@ -344,12 +385,12 @@ def test_decode_refusals(tmp_path: Path) -> None:
 
 def test_decode_refuses_a_broken_reduction_pair() -> None:
     p = ring_allreduce(2)
-    meta, nodes = pb_messages(encode_program(p, 8)[0])
+    meta, nodes = pb_messages(encode_program(p, 8, reduce_micros=1)[0])
     comp = next(i for i, n in enumerate(nodes) if n.name == "reduce_received")
     del nodes[comp].data_deps[:]
     blob = et_stream(meta, [n.SerializeToString() for n in nodes])
-    with pytest.raises(EtDecodeError, match="reduction node"):
-        decode_program([blob, encode_program(p, 8)[1]])
+    with pytest.raises(EtDecodeError, match="must be followed by its reduction node"):
+        decode_program([blob, encode_program(p, 8, reduce_micros=1)[1]])
     meta, nodes = pb_messages(encode_program(p, 8)[0])
     del nodes[0].attr[:]
     with pytest.raises(EtDecodeError, match="lacks the collc_op"):

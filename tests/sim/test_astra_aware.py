@@ -65,8 +65,9 @@ def test_ties_go_clockwise_and_dimensions_in_order() -> None:
 
 
 def test_compute_nodes_take_whole_microseconds() -> None:
-    # ring_allreduce-like chains are covered elsewhere; here the 1 ns of a 0 µs COMP is on the
-    # path: the reduce after a reducing receive (written as RECV + COMP) adds 1 ns.
+    # A reducing receive's reduction of 0 µs is no node in the ET, so it costs nothing; of
+    # 7 µs it is a COMP node after the receive. A local Reduce is always a COMP node: 0 µs
+    # becomes 1 ns.
     from chakra_ir import Buffer, Collective, CollectiveKind, ProgramBuilder, Slice
 
     c = Collective(CollectiveKind.REDUCE, 2, 1, root=1)
@@ -75,9 +76,14 @@ def test_compute_nodes_take_whole_microseconds() -> None:
     b.send(0, 1, Slice(Buffer.INPUT, 0))
     b.recv(1, 0, Slice(Buffer.OUTPUT, 0), reduce=True)
     p = b.build()
-    assert aware(p, "ring:2") == 2941.0 + 1.0
+    assert aware(p, "ring:2") == 2941.0
     r = simulate(p, topo(f"ring:2,{NET}"), CB, model="astra-aware", reduce_micros=7)
     assert r.finish_ns == 2941.0 + 7000.0
+    b = ProgramBuilder(c, auto_deps=True, name="reduce2-local")
+    b.send(0, 1, Slice(Buffer.INPUT, 0))
+    b.recv(1, 0, Slice(Buffer.OUTPUT, 0))
+    b.reduce(1, Slice(Buffer.INPUT, 0), Slice(Buffer.OUTPUT, 0))
+    assert aware(b.build(), "ring:2") == 2941.0 + 1.0
 
 
 def test_topologies_astra_sim_cannot_build_are_refused() -> None:
