@@ -19,7 +19,10 @@ the custom-collective algorithm):
   is a RECV followed by its COMP node when reductions take time, and a RECV alone when they
   take 0 µs, as the ET writes it.
 - Ready nodes are issued at once, the ones a completion releases in ascending id order; events
-  of one instant are handled in the order they were queued (ASTRA-sim's event queue).
+  of one instant are handled in the order they were queued (ASTRA-sim's event queue). A link
+  that is free takes a message at once and queues its arrival, then its own free event; a
+  message that finds it busy waits in the link's pending list until that free event. A
+  delivered message completes its send, then its receive (ASTRA-sim's two handlers).
 
 ASTRA-sim's main congestion-aware backend accepts one dimension only ("only support 1-dim
 topology"); several dimensions follow the public branch ``will/congestion-multidim`` of

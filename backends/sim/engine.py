@@ -257,6 +257,30 @@ def deadlock(
     return SimError(f"deadlock: {graph.describe(t)} {why} ({len(left)} tasks never finished)")
 
 
+def _astra_start(
+    li: int,
+    code: int,
+    mr: tuple[Costs, Costs],
+    now: float,
+    lbusy: bytearray,
+    busy: list[float],
+    buckets: dict[float, list[int]],
+    times: list[float],
+) -> None:
+    """ASTRA-sim's ``Link::schedule_chunk_transmission``: the link is busy; the message's
+    arrival at the far end is queued, then the link's free event (code ``-(li + 1)``)."""
+    lbusy[li] = 1
+    c = mr[0][li]
+    busy[li] += c
+    for at, ev in ((now + mr[1][li], code), (now + c, -li - 1)):
+        bk = buckets.get(at)
+        if bk is None:
+            buckets[at] = [ev]
+            heapq.heappush(times, at)
+        else:
+            bk.append(ev)
+
+
 def run_congestion(
     graph: TaskGraph,
     topology: Topology,
@@ -328,6 +352,15 @@ def run_congestion(
     rec_task: list[int] = []
     keep = keep_records
     on_arrival = cost.on_arrival
+    # ASTRA-sim's links (``task_order=False``): a link takes a message at once when it is free,
+    # scheduling its arrival and then its own free time; a message finding it busy waits in
+    # the link's pending list, and the link's free event starts the next one. Times are those of
+    # the FIFO above; only the order in which events of one instant were queued differs.
+    astra = not task_order
+    if astra and (pb or not on_arrival):
+        raise SimError("ASTRA-sim's rules take whole messages that complete on arrival")
+    lbusy = bytearray(nlinks)
+    pend: list[list[tuple[int, tuple[Costs, Costs]]]] = [[] for _ in range(nlinks)]
 
     # Pending events: a heap of their distinct times and, per time, the codes of its events
     # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
@@ -418,6 +451,24 @@ def run_congestion(
                                 bk.append(code)
                         if on_arrival:
                             continue
+                    elif astra:
+                        li = rt[0]
+                        mr = full_rows.get(b) or rows(b, rt)
+                        if len(rt) == 1:
+                            code = (e << 2) | 2
+                        else:
+                            code = e << 2
+                            m_rows[e] = mr
+                        if lbusy[li]:
+                            pend[li].append((code, mr))
+                        else:
+                            _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
+                            if keep:
+                                rec_link.append(li)
+                                rec_start.append(now)
+                                rec_dur.append(mr[0][li])
+                                rec_task.append(e)
+                        continue
                     else:
                         li = rt[0]
                         mr = full_rows.get(b) or rows(b, rt)
@@ -492,6 +543,19 @@ def run_congestion(
                 bi = 0
         hc = bucket[bi]
         bi += 1
+        if hc < 0:  # an ASTRA-sim link is free: it starts its next pending message
+            li = -hc - 1
+            if pend[li]:
+                code, mr = pend[li].pop(0)
+                _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
+                if keep:
+                    rec_link.append(li)
+                    rec_start.append(now)
+                    rec_dur.append(mr[0][li])
+                    rec_task.append(code >> 2)
+            else:
+                lbusy[li] = 0
+            continue
         how = hc & 3
         if how == 1:
             work.append(hc >> 2)
@@ -517,7 +581,7 @@ def run_congestion(
         if how == 2:  # a message delivered: its receive finishes if it was waiting
             r = partner[m]
             arrived[r] = now
-            if waiting[r]:
+            if waiting[r] and not astra:
                 waiting[r] = 0
                 work.append(r)  # issued again, it finishes now
             if on_arrival:  # the send completes now: pass that on
@@ -530,6 +594,9 @@ def run_congestion(
                     remaining[d] = x
                     if x == 0:
                         work.append(d)
+            if waiting[r] and astra:  # ASTRA-sim runs the send's handler, then the receive's
+                waiting[r] = 0
+                work.append(r)
             continue
         if how == 0:  # a message reaches the end of a hop before its last
             m = hc >> 2
@@ -540,6 +607,17 @@ def run_congestion(
             code = hc | 2 if h == len(rt) - 1 else hc
         # The next hop.
         li = rt[h]
+        if astra:
+            if lbusy[li]:
+                pend[li].append((code, mr))
+            else:
+                _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
+                if keep:
+                    rec_link.append(li)
+                    rec_start.append(now)
+                    rec_dur.append(mr[0][li])
+                    rec_task.append(m)
+            continue
         c = mr[0][li]
         st = free[li]
         if st < now:
