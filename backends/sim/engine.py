@@ -257,28 +257,56 @@ def deadlock(
     return SimError(f"deadlock: {graph.describe(t)} {why} ({len(left)} tasks never finished)")
 
 
-def _astra_start(
-    li: int,
-    code: int,
-    mr: tuple[Costs, Costs],
-    now: float,
-    lbusy: bytearray,
-    busy: list[float],
-    buckets: dict[float, list[int]],
-    times: list[float],
-) -> None:
-    """ASTRA-sim's ``Link::schedule_chunk_transmission``: the link is busy; the message's
-    arrival at the far end is queued, then the link's free event (code ``-(li + 1)``)."""
-    lbusy[li] = 1
-    c = mr[0][li]
-    busy[li] += c
-    for at, ev in ((now + mr[1][li], code), (now + c, -li - 1)):
-        bk = buckets.get(at)
-        if bk is None:
-            buckets[at] = [ev]
-            heapq.heappush(times, at)
+class _AstraLinks:
+    """ASTRA-sim's links (``task_order=False``): a free link takes a message at once
+    (``Link::schedule_chunk_transmission``: it queues the message's arrival at the far end,
+    then its own free event, code ``-(li + 1)``); a message finding it busy waits in its
+    pending list until that free event starts it."""
+
+    def __init__(
+        self,
+        nlinks: int,
+        busy: list[float],
+        buckets: dict[float, list[int]],
+        times: list[float],
+        recs: tuple[list[int], list[float], list[float], list[int]] | None,
+    ) -> None:
+        self.taken = bytearray(nlinks)
+        self.pending: list[list[tuple[int, tuple[Costs, Costs]]]] = [[] for _ in range(nlinks)]
+        self.busy, self.buckets, self.times, self.recs = busy, buckets, times, recs
+
+    def request(self, li: int, code: int, mr: tuple[Costs, Costs], now: float) -> None:
+        """Message event ``code`` (costs ``mr``) asks for link ``li`` at ``now``."""
+        if self.taken[li]:
+            self.pending[li].append((code, mr))
         else:
-            bk.append(ev)
+            self._start(li, code, mr, now)
+
+    def freed(self, li: int, now: float) -> None:
+        """Link ``li``'s free event: its next pending message starts, or it is free."""
+        if self.pending[li]:
+            code, mr = self.pending[li].pop(0)
+            self._start(li, code, mr, now)
+        else:
+            self.taken[li] = 0
+
+    def _start(self, li: int, code: int, mr: tuple[Costs, Costs], now: float) -> None:
+        self.taken[li] = 1
+        c = mr[0][li]
+        self.busy[li] += c
+        if self.recs is not None:
+            links, starts, durations, tasks = self.recs
+            links.append(li)
+            starts.append(now)
+            durations.append(c)
+            tasks.append(code >> 2)
+        for at, ev in ((now + mr[1][li], code), (now + c, -li - 1)):
+            bk = self.buckets.get(at)
+            if bk is None:
+                self.buckets[at] = [ev]
+                heapq.heappush(self.times, at)
+            else:
+                bk.append(ev)
 
 
 def run_congestion(
@@ -359,8 +387,6 @@ def run_congestion(
     astra = not task_order
     if astra and (pb or not on_arrival):
         raise SimError("ASTRA-sim's rules take whole messages that complete on arrival")
-    lbusy = bytearray(nlinks)
-    pend: list[list[tuple[int, tuple[Costs, Costs]]]] = [[] for _ in range(nlinks)]
 
     # Pending events: a heap of their distinct times and, per time, the codes of its events
     # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
@@ -370,6 +396,9 @@ def run_congestion(
     buckets: dict[float, list[int]] = {}
     push = heapq.heappush
     pop = heapq.heappop
+    alinks = _AstraLinks(
+        nlinks, busy, buckets, times, (rec_link, rec_start, rec_dur, rec_task) if keep else None
+    )
     events = 0
     now = 0.0
     bucket: list[int] = []  # the events at `now`, handled up to index `bi`
@@ -459,15 +488,7 @@ def run_congestion(
                         else:
                             code = e << 2
                             m_rows[e] = mr
-                        if lbusy[li]:
-                            pend[li].append((code, mr))
-                        else:
-                            _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
-                            if keep:
-                                rec_link.append(li)
-                                rec_start.append(now)
-                                rec_dur.append(mr[0][li])
-                                rec_task.append(e)
+                        alinks.request(li, code, mr, now)
                         continue
                     else:
                         li = rt[0]
@@ -544,17 +565,7 @@ def run_congestion(
         hc = bucket[bi]
         bi += 1
         if hc < 0:  # an ASTRA-sim link is free: it starts its next pending message
-            li = -hc - 1
-            if pend[li]:
-                code, mr = pend[li].pop(0)
-                _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
-                if keep:
-                    rec_link.append(li)
-                    rec_start.append(now)
-                    rec_dur.append(mr[0][li])
-                    rec_task.append(code >> 2)
-            else:
-                lbusy[li] = 0
+            alinks.freed(-hc - 1, now)
             continue
         how = hc & 3
         if how == 1:
@@ -608,15 +619,7 @@ def run_congestion(
         # The next hop.
         li = rt[h]
         if astra:
-            if lbusy[li]:
-                pend[li].append((code, mr))
-            else:
-                _astra_start(li, code, mr, now, lbusy, busy, buckets, times)
-                if keep:
-                    rec_link.append(li)
-                    rec_start.append(now)
-                    rec_dur.append(mr[0][li])
-                    rec_task.append(m)
+            alinks.request(li, code, mr, now)
             continue
         c = mr[0][li]
         st = free[li]
