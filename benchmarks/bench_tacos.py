@@ -1,5 +1,5 @@
 """TACOS quality and speed: estimated time against the best lower bound, synthesis seconds and
-peak memory, on the reference's topologies (algorithms.md section 7) and a few more.
+peak memory, on the topologies the TACOS C++ reference was evaluated on, and a few more.
 
     python benchmarks/bench_tacos.py [--quick] [--big] [--verify] [--reference-model]
 

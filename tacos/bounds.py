@@ -1,4 +1,5 @@
-"""Lower bounds on a collective's time under the cost model (reference section 3), in ns.
+"""Lower bounds on a collective's time under the cost model, in ns (docs/architecture.md,
+"Lower bounds").
 
 For All-Gather over ranks ``R`` (``|R| = n``), output size ``M``, ``m = M/n`` bytes per rank and
 ``c`` chunks per rank (chunk ``s = m/c``); every bound holds for any schedule under
