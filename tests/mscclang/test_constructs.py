@@ -1,4 +1,4 @@
-"""One program of our own per construct of the MSCCLang Python subset (msccl.md section 7).
+"""One program of our own per construct of the MSCCLang Python subset (docs/mscclang.md, section 2).
 
 Each snippet prints what it computes; the expected output is what CPython prints for the
 same code (checked by `test_cpython_agrees` for the snippets that need no MSCCLang names).
