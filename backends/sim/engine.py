@@ -317,6 +317,7 @@ def run_congestion(
     packet_bytes: int | None = None,
     keep_records: bool = False,
     task_order: bool = True,
+    routes: list[tuple[int, ...]] | None = None,
 ) -> EngineRun:
     """Simulate ``graph`` on ``topology`` under the module's rules; see `EngineRun`.
 
@@ -324,6 +325,8 @@ def run_congestion(
     sends that become ready at an instant request their first links after them, in task
     order. Without it (ASTRA-sim's rule), events are handled in the order they were queued and
     a send requests its link as soon as it is ready.
+
+    ``routes`` is `message_routes` of ``graph``, for a caller that has it already.
 
     Raises SimError on unmatched messages, impossible routes and deadlocks.
 
@@ -355,7 +358,8 @@ def run_congestion(
     one = int_array(one_np)
     two = int_array(two_np)
     remaining = int_array(np.diff(graph.dep_offsets))
-    routes = message_routes(graph, topology)
+    if routes is None:
+        routes = message_routes(graph, topology)
     hop_costs = HopCosts(topology, cost)
     rows = hop_costs.rows
     full_rows = hop_costs.full

@@ -34,8 +34,8 @@ def gate_ties(
     if program.has_flows:
         return program
     graph = tasks_from_program(program, chunk_bytes, cost, fold_reductions=True)
-    run = run_congestion(graph, topology, cost)
     routes = message_routes(graph, topology)
+    run = run_congestion(graph, topology, cost, routes=routes)
     sends = np.flatnonzero(graph.kind == TaskKind.SEND)
     sends = np.array([t for t in sends.tolist() if routes[t]], dtype=np.int64)
     if sends.size < 2:
