@@ -797,6 +797,14 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
 
     if req.model not in SIM_MODELS:
         raise CollcError(f"unknown model {req.model!r} (expected one of {', '.join(SIM_MODELS)})")
+    fixed = SIM_MODELS[req.model].completion
+    if fixed is not None and req.completion is not None:
+        if req.completion != fixed.value:
+            raise CollcError(
+                f"--completion {req.completion} does not apply to --model {req.model}, whose "
+                f"sends complete {fixed.value} as ASTRA-sim's do"
+            )
+        req = dataclasses.replace(req, completion=None)
     if req.packet_bytes is not None and req.packet_bytes <= 0:
         raise CollcError(f"--packet-size must be positive, got {req.packet_bytes}")
     folder = Path(req.folder)

@@ -124,3 +124,15 @@ def test_the_manifest_records_what_reproduces_the_program(tmp_path: Path) -> Non
     synth(tmp_path / "b", "--seed", "3", "--seeds", "4", "--chunks-per-npu", "2")
     ra, rb = run("inspect", str(tmp_path / "a")), run("inspect", str(tmp_path / "b"))
     assert ra.output == rb.output
+
+
+def test_the_astra_sim_models_take_no_other_rule(tmp_path: Path) -> None:
+    # ASTRA-sim's models complete sends on arrival whatever the folder says: another rule is
+    # refused in one line, and their own needs no --force on an on-departure folder.
+    synth(tmp_path / "d", "--completion", "on-departure")
+    for model in ("analytical", "astra-aware"):
+        res = run("simulate", str(tmp_path / "d"), "--model", model, "--completion", "on-departure")
+        assert res.exit_code == 2
+        assert f"does not apply to --model {model}" in one_error_line(res)
+        sim = simulated(tmp_path / "d", "--model", model, "--completion", "on-arrival")
+        assert sim["completion"] == "on-arrival"
