@@ -4,12 +4,13 @@ Run by hand from the repository: ``PYTHONPATH=. python3 benchmarks/bench_replay.
 [HWDIR]]``.
 
 The table: for TACOS, ring, direct and rhd all-reduces of 1 MiB on ``mesh:8x8``,
-``torus:8x8`` and ``torus:4x4x4``: the cost model's time (whole messages, and cut into 4 KiB
-packets as the replay cuts them), and the replay's time with the exporter's defaults (the
-fewest VCs; ``credit_depth`` buffers, enough for one stream at full rate, docs/hardware.md),
-with buffers that never fill (the cost model's own assumption: its nodes buffer without
-limit), and with such buffers and 16 VCs (lanes against head-of-line blocking); the ratios
-replay / whole-message model, and the other two / packet model.
+``torus:8x8`` and ``torus:4x4x4``: the cost model's time (store-and-forward, whole messages),
+the same under cut-through switching with the router's one-cycle delay (``collc simulate
+--cut-through 1ns``: the formula of docs/hardware.md applied to every message), and the
+replay's time with the exporter's defaults (the fewest VCs; ``credit_depth`` buffers, enough
+for one stream at full rate), with buffers that never fill (the cost model's own assumption:
+its nodes buffer without limit), and with such buffers and 16 VCs (lanes against
+head-of-line blocking); each replay over the cut-through time.
 
 ``--big`` also times the 512-NPU TACOS all-reduce on ``torus:8x8x8`` (3 chunks per NPU,
 64 MiB): synthesis (about a minute or more), export, then the replay alone with its peak
@@ -19,6 +20,7 @@ under 5 minutes and 8 GiB.
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import sys
 import tempfile
@@ -48,12 +50,13 @@ def table() -> None:
     tmp = Path(tempfile.mkdtemp())
     print(
         f"all-reduce of {SIZE >> 20} MiB; default links (50 GB/s, 500 ns, 1 GHz), 4 KiB "
-        f"packets. replay: the exporter's defaults (fewest VCs, credit_depth buffers); "
-        f"unbounded: {UNBOUNDED:,}-packet buffers; lanes: unbounded and 16 VCs (lanes)"
+        f"packets. cut-thr: simulate --cut-through 1ns; replay: the exporter's defaults "
+        f"(fewest VCs, credit_depth buffers); unbounded: {UNBOUNDED:,}-packet buffers; lanes: "
+        f"unbounded and 16 VCs (lanes); ratios over cut-thr"
     )
     print(
-        f"{'topology':<12} {'algorithm':<8} {'messages':>8} {'simulate':>9} {'replay':>9} "
-        f"{'ratio':>6} {'sim pkts':>9} {'unbounded':>10} {'ratio':>6} {'lanes':>9} {'ratio':>6} "
+        f"{'topology':<12} {'algorithm':<8} {'messages':>8} {'simulate':>9} {'cut-thr':>9} "
+        f"{'replay':>9} {'ratio':>6} {'unbounded':>10} {'ratio':>6} {'lanes':>9} {'ratio':>6} "
         f"{'wall s':>7}"
     )
     runs = (
@@ -70,7 +73,8 @@ def table() -> None:
             cost = CostModel(completion=Completion(res.manifest.completion))
             chunk = res.manifest.chunk_bytes
             sim = simulate(res.program, topo, chunk, cost=cost).finish_ns
-            sim_pk = simulate(res.program, topo, chunk, cost=cost, packet_bytes=4096).finish_ns
+            ct_cost = dataclasses.replace(cost, cut_through_router_ns=1.0)
+            ct = simulate(res.program, topo, chunk, cost=ct_cost).finish_ns
             times = []
             wall = 0.0
             for k, options in enumerate(runs):
@@ -82,10 +86,10 @@ def table() -> None:
                 assert rep.postcondition == "holds", rep.postcondition_message
                 times.append(rep.time_ns)
             print(
-                f"{spec:<12} {algo:<8} {rep.messages:>8,} {sim / 1e3:>9.2f} "
-                f"{times[0] / 1e3:>9.2f} {times[0] / sim:>6.3f} {sim_pk / 1e3:>9.2f} "
-                f"{times[1] / 1e3:>10.2f} {times[1] / sim_pk:>6.3f} {times[2] / 1e3:>9.2f} "
-                f"{times[2] / sim_pk:>6.3f} {wall:>7.1f}"
+                f"{spec:<12} {algo:<8} {rep.messages:>8,} {sim / 1e3:>9.2f} {ct / 1e3:>9.2f} "
+                f"{times[0] / 1e3:>9.2f} {times[0] / ct:>6.3f} "
+                f"{times[1] / 1e3:>10.2f} {times[1] / ct:>6.3f} {times[2] / 1e3:>9.2f} "
+                f"{times[2] / ct:>6.3f} {wall:>7.1f}"
             )
 
 

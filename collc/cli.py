@@ -21,7 +21,7 @@ from collc import registry
 from collc.workload_cmd import workload
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION
 from topologies.errors import CollcError
-from topologies.units import format_size_bytes, parse_size_bytes
+from topologies.units import format_size_bytes, parse_size_bytes, parse_time_ns
 
 # Start-up: importing this module loads no numpy, networkx, lark, protobuf, ortools,
 # matplotlib, optuna or ray (tests/test_cli_startup.py). Option choices come from
@@ -94,6 +94,15 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         return None
     try:
         return parse_size_bytes(value)
+    except CollcError as e:
+        raise click.BadParameter(e.message) from None
+
+
+def _time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_time_ns(value)
     except CollcError as e:
         raise click.BadParameter(e.message) from None
 
@@ -566,6 +575,15 @@ def inspect(target: Path, as_json: bool) -> None:
     "--force", is_flag=True, help="Accept a topology or size that differs from the folder's."
 )
 @click.option("--packet-size", default=None, callback=_size, help="Split messages into packets.")
+@click.option(
+    "--cut-through",
+    "cut_through",
+    default=None,
+    callback=_time,
+    metavar="ROUTER_DELAY",
+    help="Virtual cut-through switching with this router delay (e.g. 1ns), as mesh and torus "
+    "routers do; default store-and-forward, the producers' rule.",
+)
 @_completion_option(None)
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Chrome/Perfetto trace.")
 @click.option("--plot", type=click.Path(path_type=Path), help="Link-utilization heatmap (PNG).")
@@ -585,6 +603,7 @@ def simulate(
     size: int | None,
     force: bool,
     packet_size: int | None,
+    cut_through: float | None,
     completion: str | None,
     timeline: Path | None,
     plot: Path | None,
@@ -611,6 +630,7 @@ def simulate(
         packet_size,
         timeline is not None or gantt is not None,
         completion,
+        cut_through,
     )
     result, topo, estimate = pipeline.simulate_folder(req)
     written = []

@@ -780,6 +780,9 @@ class SimRequest:
     timeline: bool = False
     completion: str | None = None
     """The send-completion rule; None: the folder's (ASTRA-sim's for foreign ETs)."""
+    cut_through_ns: float | None = None
+    """Virtual cut-through with this router delay (`CostModel.cut_through_router_ns`); None:
+    store-and-forward, the producers' rule."""
 
 
 def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
@@ -820,14 +823,20 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
             traces,
             topology,
             model=req.model,
-            cost=cost_model_for(req.completion or DEFAULT_COMPLETION.value),
+            cost=dataclasses.replace(
+                cost_model_for(req.completion or DEFAULT_COMPLETION.value),
+                cut_through_router_ns=req.cut_through_ns,
+            ),
             packet_bytes=req.packet_bytes,
             keep_timeline=req.timeline,
         )
         return result, topology, None
     manifest, program, _ = load(folder)
     topology = topology_of(manifest, req.topology, force=req.force)
-    cost = cost_model_for(completion_of(manifest, req.completion, force=req.force))
+    cost = dataclasses.replace(
+        cost_model_for(completion_of(manifest, req.completion, force=req.force)),
+        cut_through_router_ns=req.cut_through_ns,
+    )
     verify_routes(program, topology)
     chunk_bytes = manifest.chunk_bytes
     if req.size_bytes is not None and req.size_bytes != manifest.size_bytes:
@@ -868,6 +877,7 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         chunk_bytes == manifest.chunk_bytes
         and topology == parse_topology(manifest.topology)
         and cost.completion.value == manifest.completion
+        and cost.cut_through_router_ns is None
     )
     return result, topology, float(estimate) if estimate is not None and same_size else None
 

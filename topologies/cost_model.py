@@ -37,6 +37,14 @@ Choices, each deliberate:
   set (the default) reductions are free. ASTRA-sim charges ``3 * bytes / local-mem-bw`` (one
   write, two reads): `CostModel.astrasim_reduction` builds that rule.
 - Copies inside a rank are free.
+- Switching is store-and-forward, as above. The simulator alone also offers virtual
+  cut-through (``cut_through_router_ns``), the rule of mesh and torus routers
+  (`backends.replay`): a message holds each link of its route for its serialization, from
+  when its head has reached the link's router and passed its pipeline (``R`` ns) and the link
+  is free, but never so early that its tail would leave before it has arrived; it is
+  delivered ``R`` after its tail arrives. One message over ``h`` equal hops then takes
+  ``h L + (h + 1) R + S`` instead of ``h (L + S)``. Producers, estimates and bounds keep
+  store-and-forward.
 
 Simulators and synthesizers keep time in whole picoseconds (`to_ps`): each hop's serialization
 and arrival time, each reduction and each compute duration is rounded to the picosecond once
@@ -116,6 +124,9 @@ class CostModel:
     at every level of the tree) ..."""
     flow_max_pieces: int = 256
     """... and at most this many (the pipeline's fill is then under 1/256 of the time)."""
+    cut_through_router_ns: float | None = None
+    """Virtual cut-through switching with this router delay (ns) per router passed; None:
+    store-and-forward. The simulator's congestion model only (module docstring)."""
 
     @classmethod
     def astrasim_reduction(

@@ -51,7 +51,7 @@ import numpy.typing as npt
 
 from backends.sim.errors import SimError
 from backends.sim.tasks import TaskGraph, TaskKind
-from topologies.cost_model import PS_PER_NS, CostModel
+from topologies.cost_model import PS_PER_NS, CostModel, to_ps
 from topologies.errors import TopologyError
 from topologies.topology import Link, Topology
 
@@ -391,6 +391,17 @@ def run_congestion(
     astra = not task_order
     if astra and (pb or not on_arrival):
         raise SimError("ASTRA-sim's rules take whole messages that complete on arrival")
+    # Cut-through (`topologies.cost_model`): the next hop is requested when the message's head
+    # has passed the router; `tail_at[m]` is when its tail has, so no hop starts before
+    # `tail_at[m] - serialization`.
+    ct = cost.cut_through_router_ns is not None
+    rr = to_ps(cost.cut_through_router_ns or 0.0)
+    if ct and (pb or astra or cost.latency_holds_link or rr < 0):
+        raise SimError(
+            "cut-through switching takes whole messages, collc's rules, pipelined links and a "
+            "router delay of at least 0 ns"
+        )
+    tail_at = float_array(np.zeros(n if ct else 0))
 
     # Pending events: a heap of their distinct times and, per time, the codes of its events
     # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
@@ -499,8 +510,8 @@ def run_congestion(
                         mr = full_rows.get(b) or rows(b, rt)
                         c = mr[0][li]
                         st = free[li]
-                        if st < now:
-                            st = now
+                        if st < now + rr:  # rr: the source router's pipeline (cut-through)
+                            st = now + rr
                         f = st + c
                         free[li] = f
                         busy[li] += c
@@ -515,6 +526,10 @@ def run_congestion(
                             code = e << 2
                             m_rows[e] = mr
                         arr = st + mr[1][li]
+                        if ct:  # the head's arrival past the next router, or delivery
+                            head = arr - c + rr
+                            tail_at[e] = head + c
+                            arr = head if len(rt) > 1 else head + c
                         bk = buckets.get(arr)
                         if bk is None:
                             buckets[arr] = [code]
@@ -629,6 +644,8 @@ def run_congestion(
         st = free[li]
         if st < now:
             st = now
+        if ct and st < tail_at[m] - c:
+            st = tail_at[m] - c
         free[li] = st + c
         busy[li] += c
         if keep:
@@ -637,6 +654,10 @@ def run_congestion(
             rec_dur.append(c)
             rec_task.append(m)
         arr = st + mr[1][li]
+        if ct:
+            head = arr - c + rr
+            tail_at[m] = head + c
+            arr = head + c if code & 2 else head
         bk = buckets.get(arr)
         if bk is None:
             buckets[arr] = [code]
@@ -663,6 +684,11 @@ def run_congestion(
     notes = []
     if pb:
         notes.append(f"messages cut into packets of {pb} B; hops pipeline packet by packet")
+    if ct:
+        notes.append(
+            f"virtual cut-through, router delay {rr / PS_PER_NS:g} ns: a message moves on once "
+            "its head has passed the router"
+        )
     return EngineRun(
         issue_ns=np.frombuffer(ready, dtype=np.float64) / PS_PER_NS,
         finish_ns=finish_ns,

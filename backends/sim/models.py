@@ -40,6 +40,8 @@ class Model:
     description: str
     run: Runner
     supports_packets: bool = False
+    supports_cut_through: bool = False
+    """Whether it honours the cost model's ``cut_through_router_ns``."""
     fold_reductions: bool = False
     """Whether the engine takes a reducing receive as one RECV task (see `tasks_from_program`)."""
     completion: Completion | None = None
@@ -71,6 +73,7 @@ MODELS: dict[str, Model] = {
         "links as FIFO servers, store-and-forward hop by hop, under collc's cost model",
         _congestion,
         supports_packets=True,
+        supports_cut_through=True,
         fold_reductions=True,
     ),
     "analytical": Model(
@@ -200,6 +203,8 @@ def simulate_tasks(
             raise SimError(f"packets apply to the congestion model only, not {model!r}")
         if packet_bytes <= 0:
             raise SimError(f"the packet size must be at least 1 byte, got {packet_bytes}")
+    if cost.cut_through_router_ns is not None and not m.supports_cut_through:
+        raise SimError(f"cut-through switching applies to the congestion model only, not {model!r}")
     if size_bytes is not None and size_bytes <= 0:
         raise SimError(f"the size must be positive, got {size_bytes} bytes")
     graph.validate()

@@ -19,9 +19,11 @@ from backends.replay import ReplayOptions, replay
 from backends.sim import simulate
 from tests.replay.helpers import one_message, two_into_one_port, write
 from topologies import parse_topology
+from topologies.cost_model import CostModel
 
 L, R, S = 100, 2, 250
 LINK = "bw=10GB/s,lat=100ns"
+CUT_THROUGH = CostModel(cut_through_router_ns=R)
 HW = HwOptions(packet_bytes=1000, router_cycles=R, buffer_depth=64)
 
 
@@ -39,6 +41,8 @@ def test_one_message_over_h_hops(tmp_path: Path, hops: int) -> None:
     t_sf = simulate(program, parse_topology(spec), 2500).finish_ns
     assert t_sf == hops * (L + S)
     assert res.cycles == t_sf - (hops - 1) * S + (hops + 1) * R
+    # The simulator applies the formula itself under cut-through switching.
+    assert simulate(program, parse_topology(spec), 2500, cost=CUT_THROUGH).finish_ns == res.cycles
 
 
 def test_two_messages_through_one_port(tmp_path: Path) -> None:
@@ -72,6 +76,12 @@ def test_two_messages_through_one_port(tmp_path: Path) -> None:
     assert res.postcondition == "holds"
     # Without contention b alone would take 2R + L + S = 354; the cost model charges it FIFO.
     assert simulate(program, parse_topology(f"mesh:3,{LINK}"), 2500).finish_ns == 700
+    # Cut-through in the simulator keeps whole messages FIFO: b holds 1>2 for 2-252 and is
+    # delivered at 354; a's head is at router 1 at 104, it takes 1>2 for 252-502 and is
+    # delivered at 502 + 100 + 2 = 604, the replay's end (round robin delivers b at 454).
+    r = simulate(program, parse_topology(f"mesh:3,{LINK}"), 2500, cost=CUT_THROUGH)
+    assert r.finish_ns == 604
+    assert r.rank_finish_ns.tolist() == [604.0, 354.0, 604.0]  # sends complete on arrival
 
 
 def test_credits_limit_a_shallow_buffer(tmp_path: Path) -> None:

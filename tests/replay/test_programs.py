@@ -167,3 +167,27 @@ def test_message_trains_equal_packet_by_packet(tmp_path: Path, rule: str) -> Non
     assert fast.to_json() == slow.to_json()
     assert fast.timeline == slow.timeline
     assert fast.postcondition == "holds"
+
+
+@pytest.mark.parametrize(
+    ("topo", "algo", "size"), [("torus:4x4", "tacos", 1 << 20), ("mesh:3x3", "ring", 81 << 13)]
+)
+def test_contention_free_programs_replay_as_the_simulator_cuts_through(
+    tmp_path: Path, topo: str, algo: str, size: int
+) -> None:
+    # With links of 64 B per cycle and chunks of whole 4 KiB packets, packets serialize in whole
+    # cycles, so the replay and `collc simulate --cut-through 1ns` (the router's one cycle at
+    # 1 GHz) agree to the cycle on programs whose messages never share a link at once. The
+    # ring on a 3x3 mesh has a two-hop edge (the grid has no ring of its own).
+    from backends.sim import simulate
+    from topologies.cost_model import CostModel
+
+    spec = f"{topo},bw=64GB/s,lat=100ns"
+    program, topology, manifest = made(spec, "allreduce", algo, size)
+    assert manifest.chunk_bytes % 4096 == 0
+    out = tmp_path / "hw"
+    export(program, topology, manifest, out, target_of(topo), HwOptions(buffer_depth=1 << 16))
+    res = replay(out)
+    assert res.postcondition == "holds"
+    cost = CostModel(cut_through_router_ns=1.0)
+    assert simulate(program, topology, manifest.chunk_bytes, cost=cost).finish_ns == res.time_ns
