@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -89,22 +89,28 @@ def _silence_stdout() -> None:
         pass
 
 
-def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return parse_size_bytes(value)
-    except CollcError as e:
-        raise click.BadParameter(e.message) from None
+_T = TypeVar("_T")
 
 
-def _time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_time_ns(value)
-    except CollcError as e:
-        raise click.BadParameter(e.message) from None
+def _parsed(
+    parse: Callable[[str], _T],
+) -> Callable[[click.Context, click.Parameter, str | None], _T | None]:
+    """A click callback: ``parse`` of an option's text (None when absent), its CollcError
+    turned into click's usage error."""
+
+    def callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> _T | None:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except CollcError as e:
+            raise click.BadParameter(e.message) from None
+
+    return callback
+
+
+_size = _parsed(parse_size_bytes)
+_time = _parsed(parse_time_ns)
 
 
 def _collective(_ctx: click.Context, _param: click.Parameter, value: str) -> CollectiveKind:
