@@ -28,7 +28,12 @@ of their tasks (a message's is its send's), with what they complete at once; the
 that became ready at that instant request their first links, in task order. So ties resolve
 by task order alone, the same inputs always give the same figures, and a producer can predict
 them (`tacos.timing` does). ASTRA-sim's rule (events in the order they were queued, a send
-requesting its link as soon as it is ready) is the other choice (``task_order=False``).
+requesting its link as soon as it is ready, a busy link's messages pending until its free
+event) is the other choice (``task_order=False``).
+
+Under the cost model's cut-through switching (``cut_through_router_ns``), a message requests
+its next link when its head has passed the router rather than when it has wholly arrived, and
+starts on it no earlier than its tail allows; everything else is as above.
 
 Only two things wait in the event queue: a send whose dependencies finish later, and the
 arrival of a message (or packet) at the far end of a hop. The queue is
@@ -43,6 +48,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -272,7 +278,9 @@ class _AstraLinks:
         recs: tuple[list[int], list[float], list[float], list[int]] | None,
     ) -> None:
         self.taken = bytearray(nlinks)
-        self.pending: list[list[tuple[int, tuple[Costs, Costs]]]] = [[] for _ in range(nlinks)]
+        self.pending: list[deque[tuple[int, tuple[Costs, Costs]]]] = [
+            deque() for _ in range(nlinks)
+        ]
         self.busy, self.buckets, self.times, self.recs = busy, buckets, times, recs
 
     def request(self, li: int, code: int, mr: tuple[Costs, Costs], now: float) -> None:
@@ -285,7 +293,7 @@ class _AstraLinks:
     def freed(self, li: int, now: float) -> None:
         """Link ``li``'s free event: its next pending message starts, or it is free."""
         if self.pending[li]:
-            code, mr = self.pending[li].pop(0)
+            code, mr = self.pending[li].popleft()
             self._start(li, code, mr, now)
         else:
             self.taken[li] = 0
