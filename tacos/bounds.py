@@ -378,21 +378,10 @@ def _chunk_count_of(key: tuple[tuple[float, float], ...], s: float, need: int) -
 def _switch_ready(net: Net, s: float, cost: CostModel) -> list[float]:
     """Per node, the earliest time a whole message of ``s`` bytes can leave it: 0 at an NPU;
     at a switch, the store-and-forward time (hop: latency + ``s``/bandwidth) from the nearest
-    NPU plus the switch delay (a multi-source Dijkstra through switches)."""
+    NPU plus the switch delay (every NPU a source of one Dijkstra)."""
     out, _ = _adjacency(net)
     npus = net.num_npus
-    dist = [0.0] * npus + [math.inf] * (net.num_nodes - npus)
-    heap = [(0.0, x) for x in range(npus)]
-    while heap:
-        d, x = heapq.heappop(heap)
-        if d > dist[x]:
-            continue
-        ready = d + cost.switch_delay_ns if x >= npus else 0.0
-        for lk in out[x]:
-            nd = ready + lk.latency_ns + s / lk.bandwidth_bytes_per_ns
-            if lk.dst >= npus and nd < dist[lk.dst]:
-                dist[lk.dst] = nd
-                heapq.heappush(heap, (nd, lk.dst))
+    dist = _dijkstra(out, range(npus), s, cost, npus)
     return [d + cost.switch_delay_ns if x >= npus else 0.0 for x, d in enumerate(dist)]
 
 
@@ -427,11 +416,15 @@ def _adjacency(net: Net) -> tuple[list[list[LinkCost]], list[list[LinkCost]]]:
 
 
 def _dijkstra(
-    out: list[list[LinkCost]], src: int, s: float, cost: CostModel, num_npus: int
+    out: list[list[LinkCost]], src: int | range, s: float, cost: CostModel, num_npus: int
 ) -> list[float]:
+    """Store-and-forward times (hop: latency + s/bandwidth, plus the switch delay leaving a
+    switch) from ``src``, one node or several at time 0."""
+    sources = [src] if isinstance(src, int) else list(src)
     dist = [math.inf] * len(out)
-    dist[src] = 0.0
-    heap = [(0.0, src)]
+    for x in sources:
+        dist[x] = 0.0
+    heap = [(0.0, x) for x in sources]
     while heap:
         d, x = heapq.heappop(heap)
         if d > dist[x]:
