@@ -18,7 +18,7 @@ outputs meet there: that is the whole saving of in-network collectives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from topologies.errors import TopologyError
@@ -96,18 +96,8 @@ class FlowTrees:
             if not 0 <= v < self.topology.num_npus:
                 raise TopologyError(f"{v} is not an NPU of {self.topology.spec}")
         root = self._common_ancestor(nodes)
-        up: set[tuple[int, int]] = set()
-        for v in ins:
-            while v != root:
-                p = self.parent[v]
-                up.add((v, p))
-                v = p
-        down: set[tuple[int, int]] = set()
-        for v in outs:
-            while v != root:
-                p = self.parent[v]
-                down.add((p, v))
-                v = p
+        up = {(c, p) for v in ins for c, p in self._climb(v, root)}
+        down = {(p, c) for v in outs for c, p in self._climb(v, root)}
         depth = self.depth
         tree = FlowTree(
             root,
@@ -116,6 +106,13 @@ class FlowTrees:
         )
         self._cache[key] = tree
         return tree
+
+    def _climb(self, v: int, root: int) -> Iterator[tuple[int, int]]:
+        """The tree edges (child, parent) from node ``v`` up to ``root``."""
+        while v != root:
+            p = self.parent[v]
+            yield v, p
+            v = p
 
     def _common_ancestor(self, nodes: Sequence[int]) -> int:
         depth, parent = self.depth, self.parent
