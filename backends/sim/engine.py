@@ -33,7 +33,8 @@ event) is the other choice (``task_order=False``).
 
 Under the cost model's cut-through switching (``cut_through_router_ns``), a message requests
 its next link when its head has passed the router rather than when it has wholly arrived, and
-starts on it no earlier than its tail allows; everything else is as above.
+starts on it no earlier than its tail allows; everything else is as above. With
+``packet_bytes`` too, each packet moves by this rule on its own.
 
 Only two things wait in the event queue: a send whose dependencies finish later, and the
 arrival of a message (or packet) at the far end of a hop. The queue is
@@ -404,12 +405,14 @@ def run_congestion(
     # `tail_at[m] - serialization`.
     ct = cost.cut_through_router_ns is not None
     rr = to_ps(cost.cut_through_router_ns or 0.0)
-    if ct and (pb or astra or cost.latency_holds_link or rr < 0):
+    if ct and (astra or cost.latency_holds_link or rr < 0):
         raise SimError(
-            "cut-through switching takes whole messages, collc's rules, pipelined links and a "
-            "router delay of at least 0 ns"
+            "cut-through switching takes collc's rules, pipelined links and a router delay of "
+            "at least 0 ns"
         )
     tail_at = float_array(np.zeros(n if ct else 0))
+    pk_tail: list[float] = []  # per packet under cut-through: when its tail passed the router
+    pid = 0
 
     # Pending events: a heap of their distinct times and, per time, the codes of its events
     # in the order they were queued. Codes: message << 2 (it reaches the end of a hop before
@@ -480,8 +483,8 @@ def run_congestion(
                             pr = rows(pb if i < npk - 1 else b - pb * (npk - 1), rt)
                             c = pr[0][li]
                             st = free[li]
-                            if st < now:
-                                st = now
+                            if st < now + rr:
+                                st = now + rr
                             f = st + c
                             free[li] = f
                             busy[li] += c
@@ -495,6 +498,10 @@ def run_congestion(
                             pk_hop.append(0)
                             pk_rows.append(pr)
                             arr = st + pr[1][li]
+                            if ct:
+                                head = arr - c + rr
+                                pk_tail.append(head + c)
+                                arr = head if len(rt) > 1 else head + c
                             bk = buckets.get(arr)
                             if bk is None:
                                 buckets[arr] = [code]
@@ -652,8 +659,10 @@ def run_congestion(
         st = free[li]
         if st < now:
             st = now
-        if ct and st < tail_at[m] - c:
-            st = tail_at[m] - c
+        if ct:
+            tail = pk_tail[pid] if how == 3 else tail_at[m]
+            if st < tail - c:
+                st = tail - c
         free[li] = st + c
         busy[li] += c
         if keep:
@@ -664,8 +673,12 @@ def run_congestion(
         arr = st + mr[1][li]
         if ct:
             head = arr - c + rr
-            tail_at[m] = head + c
-            arr = head + c if code & 2 else head
+            if how == 3:
+                pk_tail[pid] = head + c
+                arr = head + c if h == len(rt) - 1 else head
+            else:
+                tail_at[m] = head + c
+                arr = head + c if code & 2 else head
         bk = buckets.get(arr)
         if bk is None:
             buckets[arr] = [code]

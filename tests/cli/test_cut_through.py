@@ -23,6 +23,15 @@ def test_cut_through_from_the_command_line(tmp_path: Path) -> None:
     assert ct["finish_ns"] == 406.0
     assert any("cut-through" in n for n in ct["notes"])
     assert sf["estimated_ns"] is None and ct["estimated_ns"] is None
+    # In 500 B packets (50 ns): 0>2's packets cross 0>1 at 102-152 and 152-202 and 1>2 at
+    # 204-254 and 254-304 (each as its head passes router 1), the last delivered at 406.
+    pk = run("simulate", str(out), "--cut-through", "2ns", "--packet-size", "500B", "--json")
+    assert pk.exit_code == 0, pk.output
+    assert json.loads(pk.output)["finish_ns"] == 406.0
+    # Store-and-forward packets: 0>2's cross 0>1 at 100-150 and 150-200, and each crosses
+    # 1>2 once it has wholly arrived (250-300, 300-350); the last lands at 450.
+    pk_sf = json.loads(run("simulate", str(out), "--packet-size", "500B", "--json").output)
+    assert pk_sf["finish_ns"] == 450.0
 
 
 def test_bad_cut_through_values_are_one_line(tmp_path: Path) -> None:
@@ -33,6 +42,6 @@ def test_bad_cut_through_values_are_one_line(tmp_path: Path) -> None:
     res = run("simulate", str(out), "--cut-through", "1ns", "--model", "astra-aware")
     assert res.exit_code == 2
     assert "cut-through switching applies to the congestion model only" in one_error_line(res)
-    res = run("simulate", str(out), "--cut-through", "1ns", "--packet-size", "1KiB")
-    assert res.exit_code == 2
-    assert "cut-through switching takes whole messages" in one_error_line(res)
+    res = run("simulate", str(out), "--cut-through", "-1ns")
+    assert res.exit_code == 2, res.output
+    one_error_line(res)

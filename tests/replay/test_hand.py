@@ -41,8 +41,15 @@ def test_one_message_over_h_hops(tmp_path: Path, hops: int) -> None:
     t_sf = simulate(program, parse_topology(spec), 2500).finish_ns
     assert t_sf == hops * (L + S)
     assert res.cycles == t_sf - (hops - 1) * S + (hops + 1) * R
-    # The simulator applies the formula itself under cut-through switching.
-    assert simulate(program, parse_topology(spec), 2500, cost=CUT_THROUGH).finish_ns == res.cycles
+    # The simulator applies the formula itself under cut-through switching, to the whole
+    # message or to each of its packets: without contention both pipeline the same way.
+    topo = parse_topology(spec)
+    assert simulate(program, topo, 2500, cost=CUT_THROUGH).finish_ns == res.cycles
+    packets = simulate(program, topo, 2500, cost=CUT_THROUGH, packet_bytes=1000)
+    assert packets.finish_ns == res.cycles and packets.hops == 3 * hops
+    # Store-and-forward packets pipeline too, but each pays its serialization per hop:
+    # the first packet arrives at h(L + 100) and the last 150 cycles behind it.
+    assert simulate(program, topo, 2500, packet_bytes=1000).finish_ns == hops * (L + 100) + 150
 
 
 def test_two_messages_through_one_port(tmp_path: Path) -> None:
@@ -82,6 +89,12 @@ def test_two_messages_through_one_port(tmp_path: Path) -> None:
     r = simulate(program, parse_topology(f"mesh:3,{LINK}"), 2500, cost=CUT_THROUGH)
     assert r.finish_ns == 604
     assert r.rank_finish_ns.tolist() == [604.0, 354.0, 604.0]  # sends complete on arrival
+    # In packets the simulator's links stay FIFO: b's three packets queued at 0, before a0
+    # reached router 1 at 104, so the delivery times do not change.
+    rp = simulate(
+        program, parse_topology(f"mesh:3,{LINK}"), 2500, cost=CUT_THROUGH, packet_bytes=1000
+    )
+    assert rp.rank_finish_ns.tolist() == [604.0, 354.0, 604.0]
 
 
 def test_credits_limit_a_shallow_buffer(tmp_path: Path) -> None:
