@@ -71,6 +71,12 @@ class _Group(click.Group):
             where = f"{err.filename}: " if err.filename else ""
             click.echo(f"collc: error: {where}{err.strerror or err}", err=True)
             ctx.exit(2)
+        except MemoryError:
+            click.echo(
+                "collc: error: out of memory: the input asks for more than this machine has",
+                err=True,
+            )
+            ctx.exit(2)
         except KeyboardInterrupt:
             click.echo("collc: interrupted", err=True)
             ctx.exit(130)

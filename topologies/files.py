@@ -21,7 +21,13 @@ from topologies.generators import Blueprint
 from topologies.routing import FC, RING, SWITCH
 from topologies.spec import FILE_SUFFIXES
 from topologies.topology import LinkSpec
-from topologies.units import parse_bandwidth_bytes_per_ns, parse_time_ns
+from topologies.units import (
+    MAX_BANDWIDTH_BYTES_PER_NS,
+    MAX_TIME_NS,
+    MIN_BANDWIDTH_BYTES_PER_NS,
+    parse_bandwidth_bytes_per_ns,
+    parse_time_ns,
+)
 
 # Start-up (issue 12): yaml is imported where a file is read, not with this module.
 if TYPE_CHECKING:
@@ -309,14 +315,21 @@ def _astra(doc: _Document) -> Blueprint:
         bw = lists["bandwidth"][i]
         if isinstance(bw, bool) or not isinstance(bw, int | float) or not math.isfinite(bw):
             raise doc.error(key("bandwidth", i), f"expected a number (GB/s), not {bw!r}")
-        if bw <= 0:
-            raise doc.error(key("bandwidth", i), f"bandwidth must be > 0, not {bw}")
-        bandwidths.append(bw * ASTRA_GB_PER_S_IN_BYTES_PER_NS)
+        bw_bytes = bw * ASTRA_GB_PER_S_IN_BYTES_PER_NS
+        if not MIN_BANDWIDTH_BYTES_PER_NS <= bw_bytes <= MAX_BANDWIDTH_BYTES_PER_NS:
+            raise doc.error(
+                key("bandwidth", i),
+                f"bandwidth {bw} GB/s is outside what collc accepts (1 KB/s to 1 EB/s)",
+            )
+        bandwidths.append(bw_bytes)
         lat = lists["latency"][i]
         if isinstance(lat, bool) or not isinstance(lat, int | float) or not math.isfinite(lat):
             raise doc.error(key("latency", i), f"expected a number (ns), not {lat!r}")
-        if lat < 0:
-            raise doc.error(key("latency", i), f"latency must be >= 0, not {lat}")
+        if not 0 <= lat <= MAX_TIME_NS:
+            raise doc.error(
+                key("latency", i),
+                f"latency {lat} ns is outside what collc accepts (0 to {MAX_TIME_NS:g} ns)",
+            )
         latencies.append(float(lat))
     shape = tuple(sizes)
     npus = math.prod(shape)

@@ -12,6 +12,10 @@ and `Format.read` / `Format.check` turn every failure into one line:
 - a schema violation: the JSON path of the offending value (``$.commands[3].vcs[0]``) and
   the schema's complaint.
 
+Numbers are read as JSON carries them between tools (RFC 7493, I-JSON): an ``integer`` of the
+schema is a JSON integer (not ``1e3``) of magnitude below 2^53 (`JSON_INT_LIMIT`), and a
+``number`` is finite (Python's reader accepts ``NaN`` and ``Infinity``; the schema does not).
+
 The schema library (``jsonschema``) is imported on first use, so importing a module that
 declares a `Format` costs nothing at start-up. Large documents may declare sub-schemas in
 ``$defs``: ``Format.check(doc, defn="npu")`` validates against ``#/$defs/npu``.
@@ -20,12 +24,27 @@ declares a `Format` costs nothing at start-up. Large documents may declare sub-s
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from backends.hwprog.errors import FormatError
 from topologies.errors import SourcePos
+
+JSON_INT_LIMIT = 1 << 53
+"""Integers of a document lie strictly between -2^53 and 2^53, the range a JSON number
+holds exactly in every reader (RFC 7493)."""
+
+
+def is_json_int(x: object) -> bool:
+    """Whether ``x`` is what the schemas call an integer: a JSON integer below 2^53 in
+    magnitude."""
+    return type(x) is int and -JSON_INT_LIMIT < x < JSON_INT_LIMIT
+
+
+def _is_json_number(x: object) -> bool:
+    return is_json_int(x) or (type(x) is float and math.isfinite(x))
 
 
 def json_path(parts: Any) -> str:
@@ -75,11 +94,18 @@ class Format:
     def _validator(self, defn: str) -> Any:
         v = self._validators.get(defn)
         if v is None:
-            from jsonschema import Draft202012Validator  # lazy: start-up stays light
+            from jsonschema import Draft202012Validator, validators  # lazy: start-up stays light
 
+            types = Draft202012Validator.TYPE_CHECKER.redefine_many(
+                {
+                    "integer": lambda _c, x: is_json_int(x),
+                    "number": lambda _c, x: _is_json_number(x),
+                }
+            )
+            checker = validators.extend(Draft202012Validator, type_checker=types)
             root = self.schema
             schema = root if not defn else {"$ref": f"#/$defs/{defn}", "$defs": root["$defs"]}
-            v = Draft202012Validator(schema)
+            v = checker(schema)
             self._validators[defn] = v
         return v
 
@@ -146,5 +172,21 @@ class Format:
 
 
 def _message(err: Any) -> str:
+    x = err.instance
+    if (
+        err.validator == "type"
+        and type(x) in (int, float)
+        and err.validator_value
+        in (
+            "integer",
+            "number",
+        )
+    ):
+        if type(x) is float and not math.isfinite(x):
+            return f"{x} is not a finite number"
+        if type(x) is int:
+            return f"{_show(x)} is beyond 2^53 in magnitude, more than JSON carries exactly"
+        if err.validator_value == "integer":
+            return f"{_show(x)} is not an integer (write it without a fraction or exponent)"
     msg = str(err.message)
     return msg if len(msg) <= 200 else msg[:197] + "..."

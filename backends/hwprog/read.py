@@ -24,6 +24,9 @@ from typing import Any
 
 from backends.hwprog.errors import HwProgError
 from backends.hwprog.export import FORMAT, HEADER_FILE, HwProgram
+from backends.hwprog.format import JSON_INT_LIMIT as _LIM
+from chakra_ir.collective import Collective, collective_from_dict
+from topologies.errors import CollcError
 
 FULL_SCHEMA_COMMANDS = 2_000
 """Up to this many commands, `read_hwprog` validates the NPU files with jsonschema too."""
@@ -77,6 +80,17 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
                 f"{where}: $.npus[{n}].rank: {e['rank']}, placement says {rank_on.get(n)}"
             )
 
+    coll = header["collective"]
+    if coll.get("num_ranks") != len(placement):
+        raise HwProgError(
+            f"{where}: $.collective.num_ranks: {coll.get('num_ranks')!r} for "
+            f"{len(placement)} placed ranks"
+        )
+    try:
+        collective = collective_from_dict(coll)
+    except CollcError as e:
+        raise HwProgError(f"{where}: $.collective: {e.message}") from None
+
     rpath = folder / header["routers_file"]
     routers = FORMAT.read(rpath, "routers_file")
     if [r["router"] for r in routers["routers"]] != list(range(n_npus)):
@@ -100,7 +114,7 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
             for i, c in enumerate(cmds):
                 if not command_ok(c):
                     check_command(c, f"{path}: $.commands[{i}]")
-        _check_npu(doc, n, header, by_port, sends, recvs, str(path))
+        _check_npu(doc, n, header, collective, by_port, sends, recvs, str(path))
         npus.append(doc)
 
     messages = header["counts"]["messages"]
@@ -158,7 +172,7 @@ _FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 
 
 def _is_int(x: object, minimum: int) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
+    return isinstance(x, int) and not isinstance(x, bool) and minimum <= x < _LIM
 
 
 def _value_ok(kind: str, v: object) -> bool:
@@ -198,14 +212,14 @@ def _slots_ok(v: object) -> bool:
         and len(v) == 3
         and v[0] in _BUFFERS
         and type(v[1]) is int
-        and v[1] >= 0
+        and 0 <= v[1] < _LIM
         and type(v[2]) is int
-        and v[2] >= 1
+        and 1 <= v[2] < _LIM
     )
 
 
 def _ints_ok(v: object, minimum: int) -> bool:
-    return type(v) is list and all(type(x) is int and x >= minimum for x in v)
+    return type(v) is list and all(type(x) is int and minimum <= x < _LIM for x in v)
 
 
 def command_ok(c: object) -> bool:
@@ -219,20 +233,20 @@ def command_ok(c: object) -> bool:
     if keys is None or not keys[0] <= c.keys() <= keys[1]:
         return False
     cid = c["id"]
-    if type(cid) is not int or cid < 0 or not _ints_ok(c["waits"], 0):
+    if type(cid) is not int or not 0 <= cid < _LIM or not _ints_ok(c["waits"], 0):
         return False
     if op == "send":
         b, to, flow = c["bytes"], c["to"], c["flow"]
         after = c.get("after", 0)
         return (
             type(b) is int
-            and b >= 1
+            and 1 <= b < _LIM
             and type(to) is int
-            and to >= 0
+            and 0 <= to < _LIM
             and type(flow) is int
-            and flow >= 0
+            and 0 <= flow < _LIM
             and type(after) is int
-            and after >= 0
+            and 0 <= after < _LIM
             and c["routing"] in ("dor", "source")
             and _slots_ok(c["src"])
             and _ints_ok(c["ports"], 1)
@@ -244,11 +258,11 @@ def command_ok(c: object) -> bool:
         b, frm, flow = c["bytes"], c["from"], c["flow"]
         return (
             type(b) is int
-            and b >= 1
+            and 1 <= b < _LIM
             and type(frm) is int
-            and frm >= 0
+            and 0 <= frm < _LIM
             and type(flow) is int
-            and flow >= 0
+            and 0 <= flow < _LIM
             and type(c["reduce"]) is bool
             and _slots_ok(c["dst"])
         )
@@ -290,6 +304,7 @@ def _check_npu(
     doc: dict[str, Any],
     n: int,
     header: dict[str, Any],
+    collective: Collective,
     by_port: dict[tuple[int, int], int],
     sends: dict[int, tuple[int, int, dict[str, Any]]],
     recvs: dict[int, tuple[int, int, dict[str, Any]]],
@@ -305,6 +320,19 @@ def _check_npu(
             f"{where}: npu {n}: {len(cmds)} commands, the header says {header['npus'][n]['commands']}"
         )
     buffers = doc["buffers"]
+    r = doc["rank"]
+    want = (0, 0) if r is None else (collective.input_chunks(r), collective.output_chunks(r))
+    have = (buffers["input"], buffers["output"])
+    if have != want or (r is None and buffers["scratch"]):
+        whose = (
+            "an NPU without a rank holds none"
+            if r is None
+            else f"the collective needs {want[0]}/{want[1]}"
+        )
+        raise HwProgError(
+            f"{where}: $.buffers: input/output/scratch of {have[0]}/{have[1]}/"
+            f"{buffers['scratch']} slots; {whose}"
+        )
     chunk = header["chunk_bytes"]
     num_vcs = header["num_vcs"]
     n_npus = header["num_npus"]

@@ -12,6 +12,7 @@ A replayer is a function ``(folder, options) -> ReplayResult``; a target registe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,9 +164,10 @@ def read_target(folder: Path | str) -> str:
     except FormatError as e:
         raise ReplayError(e.message, e.pos) from None
     target = doc.get("target")
-    if target not in REPLAYERS:
+    if not isinstance(target, str) or target not in REPLAYERS:
         known = ", ".join(sorted(REPLAYERS))
-        raise ReplayError(f"{path}: $.target: {target!r} has no replayer (known: {known})")
+        shown = repr(target) if isinstance(target, str) else json.dumps(target)[:60]
+        raise ReplayError(f"{path}: $.target: {shown} has no replayer (known: {known})")
     return str(target)
 
 

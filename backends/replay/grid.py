@@ -57,6 +57,7 @@ from chakra_ir.collective import Buffer, collective_from_dict
 from chakra_ir.verify import SymbolicMemory, VerifyError
 
 _BUF = {"input": int(Buffer.INPUT), "output": int(Buffer.OUTPUT), "scratch": int(Buffer.SCRATCH)}
+_SCRATCH = int(Buffer.SCRATCH)
 _SEND, _RECV, _COPY, _REDUCE = 0, 1, 2, 3
 _OPS = {"send": _SEND, "recv": _RECV, "copy": _COPY, "reduce": _REDUCE}
 
@@ -203,9 +204,21 @@ class GridReplay:
         placement = h["placement"]
         sizes = np.zeros((len(placement), 3), dtype=np.int64)
         self.rank_of_npu = [-1] * n_npus
+        # Scratch slots no command touches hold nothing: the memory holds those up to the
+        # last one used, however large the declared scratch.
+        scratch_end = [0] * n_npus
+        chunk = int(h["chunk_bytes"])
+        for g, (sb, si, sc, db, di, _red) in enumerate(cmd_slots):
+            n = cmd_npu[g]
+            if sb == _SCRATCH and si + sc > scratch_end[n]:
+                scratch_end[n] = si + sc
+            if db == _SCRATCH:
+                count = sc if sc >= 0 else f_bytes[flow_of[g]] // chunk
+                if di + count > scratch_end[n]:
+                    scratch_end[n] = di + count
         for r, npu in enumerate(placement):
             b = hw.npus[npu]["buffers"]
-            sizes[r] = (b["input"], b["output"], b["scratch"])
+            sizes[r] = (b["input"], b["output"], min(b["scratch"], scratch_end[npu]))
             self.rank_of_npu[npu] = r
         self.memory: SymbolicMemory | None = SymbolicMemory(self.collective, sizes)
         self.symbolic_error = ""

@@ -84,6 +84,31 @@ CASES: list[tuple[str, str, Callable[[Any], Any], str]] = [
         _send_edit(lambda c: c.__setitem__("bytes", c["bytes"] + 1)),
         r"npu 3 command \d+ \(send\): \d+ bytes for",
     ),
+    # Numbers as JSON carries them: integers below 2^53 written as integers, finite numbers.
+    (
+        "huge",
+        "hwprog.json",
+        _set(["num_vcs"], 2**63),
+        r"\$\.num_vcs: 9223372036854775808 is beyond",
+    ),
+    ("many-vcs", "hwprog.json", _set(["num_vcs"], 17), r"\$\.num_vcs: 17 is greater than"),
+    ("float", "hwprog.json", _set(["counts", "messages"], 1e308), r"1e\+308 is not an integer"),
+    (
+        "nan",
+        "hwprog.json",
+        _set(["links", 1, "width_bytes_per_cycle"], float("nan")),
+        r"\$\.links\[1\]\.width_bytes_per_cycle: nan is not a finite number",
+    ),
+    ("huge-command", "npus/3.json", _send_edit(lambda c: c.__setitem__("bytes", 2**63)), r"bytes"),
+    # The collective and the buffers it needs.
+    ("ranks", "hwprog.json", _set(["collective", "num_ranks"], 2**40), r"for 16 placed ranks"),
+    ("collective", "hwprog.json", _set(["collective", "kind"], "gossip"), r"\$\.collective: "),
+    (
+        "buffers",
+        "npus/3.json",
+        _set(["buffers", "output"], 2**40),
+        r"input/output/scratch of 16/1099511627776/\d+ slots; the collective needs 16/16",
+    ),
 ]
 
 
@@ -167,3 +192,11 @@ def test_export_then_read_gives_back_an_equal_program(
     out = tmp_path_factory.mktemp("rt") / "hw"
     export(program, topology, manifest, out, target, o)
     assert read_hwprog(out, schema=False) == build_hwprog(program, topology, manifest, target, o)
+
+
+def test_the_schema_allows_the_vcs_the_exporter_may_write() -> None:
+    from backends.hwprog.export import FORMAT
+    from backends.hwprog.vcs import MAX_VCS
+
+    header = FORMAT.schema["$defs"]["header"]["properties"]
+    assert header["num_vcs"]["maximum"] == MAX_VCS

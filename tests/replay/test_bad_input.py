@@ -49,6 +49,10 @@ CASES: list[tuple[str, str, Callable[[Any], None], str]] = [
     ("wait", "npus/3.json", _send(lambda c: c["waits"].append(999)), "waits for command 999"),
     ("route", "npus/3.json", _send(lambda c: c["ports"].__setitem__(0, 4)), "npu 3 command"),
     ("vc", "npus/3.json", _send(lambda c: c["vcs"].__setitem__(0, 7)), "uses VC 7"),
+    ("target-type", "hwprog.json", _set(["target"], []), "$.target: [] has no replayer"),
+    ("huge-vcs", "hwprog.json", _set(["num_vcs"], 2**63), "beyond 2^53"),
+    ("latency", "hwprog.json", _set(["links", 1, "latency_cycles"], 1e308), "not an integer"),
+    ("buffers", "npus/1.json", _set(["buffers", "input"], 2**63), "$.buffers.input"),
 ]
 
 
@@ -80,3 +84,20 @@ def test_not_a_folder_and_not_json(good: Path, tmp_path: Path) -> None:
     (bad / "hwprog.json").write_text(text[: len(text) // 2])
     r = CliRunner().invoke(cli, ["replay", str(bad)])
     assert r.exit_code == 2 and "not JSON" in r.output and "hwprog.json:" in r.output
+
+
+def test_running_out_of_memory_is_one_line_exit_2(
+    good: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A MemoryError (an input far beyond the machine) is reported, not a traceback."""
+    import backends.replay
+
+    def exhausted(*_args: object, **_kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(backends.replay, "replay", exhausted)
+    r = CliRunner().invoke(cli, ["replay", str(good)])
+    assert r.exit_code == 2, r.output
+    assert (
+        r.output == "collc: error: out of memory: the input asks for more than this machine has\n"
+    )
