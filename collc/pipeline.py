@@ -147,23 +147,23 @@ def __getattr__(name: str) -> Any:
 def parse_placement(text: str, topology: Topology) -> tuple[int, ...]:
     """``0,2,4-7`` -> the NPUs ranks run on, in rank order."""
     npus: list[int] = []
+    last = topology.num_npus - 1
     for part in text.split(","):
         part = part.strip()
         try:
-            if "-" in part:
-                a, b = part.split("-")
-                npus.extend(range(int(a), int(b) + 1))
-            else:
-                npus.append(int(part))
+            ends = [int(x) for x in part.split("-")] if "-" in part else [int(part)]
+            if len(ends) > 2:
+                raise ValueError
         except ValueError:
             raise CollcError(
                 f"--placement: cannot read {part!r} (use NPU ids like 0,2,4-7)"
             ) from None
-    for n in npus:
-        if not 0 <= n < topology.num_npus:
-            raise CollcError(
-                f"--placement: NPU {n} is not in the topology (NPUs 0..{topology.num_npus - 1})"
-            )
+        for n in ends:  # each end checked before a range is built
+            if not 0 <= n <= last:
+                raise CollcError(f"--placement: NPU {n} is not in the topology (NPUs 0..{last})")
+        if ends[0] > ends[-1]:
+            raise CollcError(f"--placement: {part!r} is an empty range (write {ends[1]}-{ends[0]})")
+        npus.extend(range(ends[0], ends[-1] + 1))
     if len(set(npus)) != len(npus):
         raise CollcError("--placement names an NPU twice")
     return tuple(npus)

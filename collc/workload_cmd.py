@@ -431,13 +431,13 @@ def generate_cmd(
     t0 = time.perf_counter()
     hw = DEFAULT_NPU
     if peak_tflops is not None or mem_bw is not None or memory_gib is not None:
-        for flag, v in (
-            ("--peak-tflops", peak_tflops),
-            ("--mem-bw", mem_bw),
-            ("--memory", memory_gib),
+        for flag, v, unit in (
+            ("--peak-tflops", peak_tflops, "TFLOP/s"),
+            ("--mem-bw", mem_bw, "GB/s"),
+            ("--memory", memory_gib, "GiB"),
         ):
-            if v is not None and not (0 < v < float("inf")):
-                raise CollcError(f"{flag} must be a positive number, got {v}")
+            if v is not None and not (1e-6 <= v <= 1e9):  # NaN fails both
+                raise CollcError(f"{flag} must lie between 1e-6 and 1e9 {unit}, got {v}")
         hw = dataclasses.replace(
             hw,
             name="custom",

@@ -82,6 +82,11 @@ class HwOptions:
             raise HwProgError(f"--router-cycles {self.router_cycles}: 0 or more")
 
 
+MAX_LINK_CYCLES = 1 << 40
+"""A packet's serialization and a link's latency, in cycles, stay below this, so that every
+cycle count of a replay is exact in a JSON number."""
+
+
 def credit_depth(
     latency_cycles: int, width_bytes_per_cycle: float, packet_bytes: int, router_cycles: int
 ) -> int:
@@ -295,6 +300,13 @@ def plan(
     for h in sorted(grid.links, key=lambda x: (x.src, x.port)):
         lk = topology.links[h.index]
         width = o.link_width if o.link_width is not None else lk.bandwidth_bytes_per_ns / clock
+        cycles = max(o.packet_bytes / width, lk.latency_ns * clock)
+        if not cycles < MAX_LINK_CYCLES:
+            raise HwProgError(
+                f"link {h.src}>{h.dst}: a packet of {o.packet_bytes} B at {width:g} bytes/cycle "
+                f"and {lk.latency_ns:g} ns at {clock:g} GHz take {cycles:.3g} cycles, beyond "
+                f"2^40: raise --link-width or lower --clock"
+            )
         links.append(
             {
                 "src": h.src,

@@ -13,7 +13,6 @@ count in the decompressed stream, and say so.
 
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
 from pathlib import Path
@@ -116,21 +115,70 @@ def _frame_length(data: bytes, pos: int, index: int, file: str) -> tuple[int, in
     return length, pos
 
 
+MAX_ET_BYTES = 1 << 30
+"""Default largest ET stream read, on disk or unpacked from gzip: 1 GiB, far above any trace
+collc writes (a 512-NPU program's ranks hold about 1 MB each), so that a wrong path
+(``/dev/zero``) or a gzip bomb ends in one line instead of exhausting memory. The environment
+variable ``COLLC_MAX_ET_BYTES`` raises or lowers it (`max_et_bytes`)."""
+
+
+def max_et_bytes() -> int:
+    """The ET size limit: ``COLLC_MAX_ET_BYTES`` when set to a positive integer, else
+    `MAX_ET_BYTES`."""
+    text = os.environ.get("COLLC_MAX_ET_BYTES", "").strip()
+    if text.isdigit() and len(text) <= 18 and int(text) > 0:
+        return int(text)
+    return MAX_ET_BYTES
+
+
+def _too_large(name: str, limit: int, what: str) -> EtDecodeError:
+    return EtDecodeError(
+        f"{what} more than {limit:,} bytes, the most collc reads (set COLLC_MAX_ET_BYTES to "
+        "raise it)",
+        name,
+    )
+
+
+def _gunzip(data: bytes, limit: int, name: str) -> bytes:
+    """``data``'s gzip members, unpacked to at most ``limit`` bytes (more raises)."""
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    while rest[:2] == GZIP_MAGIC:
+        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        part = d.decompress(rest, limit + 1 - size)
+        size += len(part)
+        if size > limit:
+            raise _too_large(name, limit, "unpacked, the gzip file holds")
+        if not d.eof:
+            raise EtDecodeError("corrupt gzip data: the stream ends early", name, 0)
+        parts.append(part)
+        rest = d.unused_data
+    if rest.strip(b"\0"):  # gzip allows zero padding after the last member, nothing else
+        raise EtDecodeError("corrupt gzip data: not gzip after the last member", name, 0)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def load_et_bytes(path: str | os.PathLike[str]) -> tuple[bytes, str]:
     """The raw ET stream in ``path`` and the name to report errors under.
 
     A gzip file is decompressed (the name then says so); a corrupt gzip file raises
-    EtDecodeError. A missing file raises EtDecodeError too.
+    EtDecodeError. A missing file, and a file or unpacked stream larger than `max_et_bytes`,
+    raise EtDecodeError too.
     """
     name = str(path)
+    limit = max_et_bytes()
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
     except OSError as e:
         raise EtDecodeError(f"cannot read the ET file: {e.strerror or e}", name) from None
+    if len(data) > limit:
+        raise _too_large(name, limit, "the file holds")
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
+            data = _gunzip(data, limit, name)
+        except zlib.error as e:
             raise EtDecodeError(f"corrupt gzip data: {e}", name, 0) from None
         name = f"{name} [gunzipped]"
     return data, name

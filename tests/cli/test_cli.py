@@ -134,6 +134,10 @@ def test_demo(tmp_path: Path) -> None:
         (["-t", "ring:8", "-c", "allreduce", "--size", "12XB"], "12XB"),
         (["-t", "ring:6", "-c", "allreduce", "-a", "rhd", "--chunks-per-npu", "0"], "chunks"),
         (["-t", "ring:8", "-c", "allreduce", "--placement", "0,99"], "99"),
+        (["-t", "ring:8", "-c", "allreduce", "--placement", "3-1"], "'3-1' is an empty range"),
+        (["-t", "ring:8", "-c", "allreduce", "--placement", "0-99999999999"], "NPU 99999999999"),
+        (["-t", "ring:8", "-c", "allreduce", "--placement", "1-2-3"], "cannot read '1-2-3'"),
+        (["-t", "ring:8", "-c", "allreduce", "--placement", "0,1,1"], "names an NPU twice"),
     ],
 )
 def test_bad_synthesize_input(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -339,6 +339,32 @@ def test_gzip_is_decompressed(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(GOOD[:-1]))
     with pytest.raises(EtDecodeError, match=r"gunzipped\] \(byte"):
         read_et_file(path)
+    # Several members read as one stream, as gzip itself does; zero padding may follow.
+    half = len(GOOD) // 2
+    path.write_bytes(gzip.compress(GOOD[:half]) + gzip.compress(GOOD[half:]) + bytes(8))
+    assert len(read_et_file(path)) == 2
+    path.write_bytes(gzip.compress(GOOD) + b"junk")
+    with pytest.raises(EtDecodeError, match="not gzip after the last member"):
+        read_et_file(path)
+
+
+def test_files_and_gzip_streams_beyond_the_limit_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrong path or a gzip bomb ends in one line, reading no more than the limit."""
+    monkeypatch.setenv("COLLC_MAX_ET_BYTES", str(len(GOOD)))
+    path = tmp_path / "z.0.et"
+    path.write_bytes(GOOD)
+    assert len(read_et_file(path)) == 2  # exactly at the limit
+    path.write_bytes(GOOD + bytes(1))
+    with pytest.raises(EtDecodeError, match=r"the file holds more than \d+ bytes") as e:
+        read_et_file(path)
+    assert "COLLC_MAX_ET_BYTES" in e.value.message and "\n" not in str(e.value)
+    monkeypatch.setenv("COLLC_MAX_ET_BYTES", "4096")
+    path.write_bytes(gzip.compress(bytes(1 << 20)))  # 1 MiB of zeros in about 1 KiB
+    assert path.stat().st_size < 4096
+    with pytest.raises(EtDecodeError, match="unpacked, the gzip file holds more than"):
+        read_et_file(path)
 
 
 # -- foreign ETs -----------------------------------------------------------------------------

@@ -71,3 +71,18 @@ def test_bad_option_values_exit_2(tmp_path: Path) -> None:
             "export", str(out), "--target", "mesh", "-o", str(tmp_path / "hw"), flag, value
         )
         assert code == 2 and text.count("\n") == 1 and flag in text, (flag, text)
+
+
+def test_links_too_slow_for_exact_cycles_are_refused(tmp_path: Path) -> None:
+    """A packet's time on a link, in cycles, must stay below 2^40 (exact in a replay)."""
+    out = _folder(tmp_path, "mesh:4x4", "allreduce", "rhd")
+    hw = tmp_path / "hw"
+    for width in ("1e-308", "1e-9"):
+        code, text = _run(
+            "export", str(out), "--target", "mesh", "-o", str(hw), "--link-width", width
+        )
+        assert code == 2 and text.count("\n") == 1, text
+        assert "beyond 2^40: raise --link-width" in text and not hw.exists()
+    # 4096 B at 1e-6 bytes/cycle is 4.1e9 cycles a packet: slow, and exact.
+    code, text = _run("export", str(out), "--target", "mesh", "-o", str(hw), "--link-width", "1e-6")
+    assert code == 0, text

@@ -238,3 +238,16 @@ def test_a_bad_system_json(wl: Path, tmp_path: Path) -> None:
     system.write_text('{"endpoint-delay": "soon"}')
     line = refused(str(wl), "-t", "ring:8", "--model", "analytical", "--system", str(system))
     assert str(system) in line and "endpoint-delay" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--memory", "1e300"), ("--mem-bw", "1e300"), ("--peak-tflops", "0"), ("--memory", "nan")],
+)
+def test_generate_refuses_hardware_out_of_range(tmp_path: Path, flag: str, value: str) -> None:
+    out = tmp_path / "wl"
+    args = ["workload", "generate", "gpt3-125m", "--npus", "2", "--dp", "2", "-o", str(out)]
+    res = CliRunner().invoke(cli, [*args, flag, value])
+    assert res.exit_code == 2, res.output
+    assert res.output.count("\n") == 1 and f"{flag} must lie between 1e-6 and 1e9" in res.output
+    assert not out.exists()
