@@ -142,7 +142,7 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
             if key in data:
                 try:
                     fields[name] = typ(data[key])
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):
                     raise CollcError(
                         f"{system}: {key} {data[key]!r} is not a {typ.__name__}"
                     ) from None
@@ -164,7 +164,11 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
     if "implementation" in fields and isinstance(fields["implementation"], str):
         fields["implementation"] = tuple(x.strip() for x in fields["implementation"].split(","))
         fields["per_kind"] = {}
-    return NativeConfig(**fields)
+    try:
+        return NativeConfig(**fields)
+    except CollcError as e:
+        where = f"{system}: " if system is not None else ""
+        raise CollcError(f"{where}{e.message}") from None
 
 
 @workload.command(name="simulate")

@@ -233,11 +233,31 @@ def test_a_missing_folder(tmp_path: Path) -> None:
     assert str(tmp_path / "nothing") in line
 
 
-def test_a_bad_system_json(wl: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"endpoint-delay": "soon"}', "endpoint-delay 'soon' is not a int"),
+        ('{"endpoint-delay": Infinity}', "endpoint-delay inf is not a int"),
+        ('{"endpoint-delay": -1}', "endpoint-delay -1 is not between 0 and 1e+12"),
+        (
+            '{"preferred-dataset-splits": 1e308}',
+            "preferred-dataset-splits 100000000000000001097906362... is not",
+        ),
+        ('{"active-chunks-per-dimension": 0}', "active-chunks-per-dimension 0 is not between 1"),
+        ('{"local-mem-bw": NaN}', "local-mem-bw nan is not between 0 and 1e+09"),
+        ('{"peak-perf": 1e300}', "peak-perf 1e+300 is not between 0 and 1e+09"),
+    ],
+)
+def test_a_bad_system_json(wl: Path, tmp_path: Path, text: str, needle: str) -> None:
     system = tmp_path / "s.json"
-    system.write_text('{"endpoint-delay": "soon"}')
+    system.write_text(text)
     line = refused(str(wl), "-t", "ring:8", "--model", "analytical", "--system", str(system))
-    assert str(system) in line and "endpoint-delay" in line
+    assert str(system) in line and needle in line
+
+
+def test_analytical_knobs_out_of_range_from_flags(wl: Path) -> None:
+    line = refused(str(wl), "-t", "ring:8", "--model", "analytical", "--splits", "10000000")
+    assert "preferred-dataset-splits 10000000 is not between 1 and 4096" in line
 
 
 @pytest.mark.parametrize(
