@@ -120,12 +120,9 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
 
     fields: dict[str, Any] = {}
     if system is not None:
-        try:
-            data = json.loads(system.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as e:
-            raise CollcError(f"{system}: cannot read: {e}") from None
-        except json.JSONDecodeError as e:
-            raise CollcError(f"{system}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+        from topologies.jsonfile import load_json
+
+        data = load_json(system, CollcError)
         if not isinstance(data, dict):
             raise CollcError(f"{system}: expected an ASTRA-sim system JSON object")
         simple = {

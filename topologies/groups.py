@@ -21,13 +21,13 @@ of that call.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from topologies.atomic import write_text_atomically
 from topologies.errors import CollcError
+from topologies.jsonfile import load_json
 from topologies.topology import Topology
 
 
@@ -123,37 +123,13 @@ class Groups:
     def write_astra_json(self, path: Path) -> None:
         """Write `to_astra_json` to ``path`` (a temporary file, then renamed)."""
         text = json.dumps(self.to_astra_json(), indent=1) + "\n"
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent or Path("."))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+        write_text_atomically(path, text)
 
 
 def read_astra_groups(path: Path) -> Groups:
     """Read ASTRA-sim's communicator-group JSON ``{"<id>": [npus]}`` (ids positive integers),
     groups in ascending id order. Raises GroupsError naming the file and the entry."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise GroupsError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise GroupsError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise GroupsError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    data = load_json(path, GroupsError)
     if not isinstance(data, dict) or not data:
         raise GroupsError(f'{path}: expected an object {{"<id>": [npus], ...}} with groups')
     entries: list[tuple[int, tuple[int, ...]]] = []

@@ -27,6 +27,7 @@ from chakra_ir.et.reader import et_rank_files
 from chakra_ir.outdir import atomic_folder
 from topologies.errors import SourcePos
 from topologies.groups import GroupsError, read_astra_groups
+from topologies.jsonfile import load_json
 from workloads.model import NodeKind, WNode, Workload, WorkloadError
 
 PREFIX = "workload"
@@ -74,10 +75,7 @@ def read_workload(location: str | os.PathLike[str], comm_groups: str | None = No
     meta: dict[str, object] = {}
     desc = folder / DESCRIPTION
     if desc.is_file():
-        try:
-            loaded = json.loads(desc.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise WorkloadError(f"cannot read the description: {e}", SourcePos(str(desc))) from None
+        loaded = load_json(desc, WorkloadError)
         if isinstance(loaded, dict):
             meta = loaded
     return Workload(ranks, groups, [str(p) for p in paths], meta)

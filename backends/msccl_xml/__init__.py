@@ -25,16 +25,14 @@ and per rank the same operations as a multiset of (kind, peer, slots, count), wh
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from backends.msccl_xml.compile import compile_program
 from backends.msccl_xml.emit import emit
 from backends.msccl_xml.errors import XmlDeadlockError, XmlExportError, XmlLimitError
-from chakra_ir.outdir import umask_mode
 from chakra_ir.program import Program
 from mscclang_frontend.xml.options import XmlOptions
+from topologies.atomic import write_text_atomically
 from topologies.topology import Topology
 
 __all__ = [
@@ -78,13 +76,5 @@ def export(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"{safe}.xml"
-    fd, tmp = tempfile.mkstemp(prefix=f".{safe}.", suffix=".xml.tmp", dir=out)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(target, text)
     return [target]

@@ -9,7 +9,6 @@ file's suffix (``.png``, ``.svg``, ``.pdf``...; png when there is none).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult
-from chakra_ir.outdir import umask_mode
+from topologies.atomic import write_atomically
 from topologies.topology import Topology
 
 MAX_GANTT_ROWS = 64
@@ -39,20 +38,13 @@ def _matplotlib() -> tuple[Any, Any, Any]:
 def _save(fig: Any, canvas_cls: Any, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower() or "png"
-    parent = target.parent if str(target.parent) else Path(".")
     canvas_cls(fig)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
-        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
-        os.replace(tmp, target)
+        write_atomically(
+            path, lambda name: fig.savefig(name, format=fmt, dpi=120, bbox_inches="tight")
+        )
     except ValueError as e:
-        Path(tmp).unlink(missing_ok=True)
         raise SimError(f"cannot write {target}: {e}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _grid_coords(topology: Topology) -> tuple[tuple[int, ...], list[tuple[int, ...]]] | None:

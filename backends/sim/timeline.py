@@ -20,8 +20,6 @@ from __future__ import annotations
 import heapq
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +27,7 @@ import numpy as np
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult, Timeline
 from backends.sim.tasks import DETAIL_NAMES, TaskKind
-from chakra_ir.outdir import umask_mode
+from topologies.atomic import write_text_atomically
 
 LINKS_PID = 1
 RANK_PID_BASE = 100
@@ -145,18 +143,8 @@ def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` atomically (`topologies.atomic.write_text_atomically`)."""
+    write_text_atomically(path, text)
 
 
 def write_trace(

@@ -237,14 +237,15 @@ def test_a_missing_folder(tmp_path: Path) -> None:
     ("text", "needle"),
     [
         ('{"endpoint-delay": "soon"}', "endpoint-delay 'soon' is not a int"),
-        ('{"endpoint-delay": Infinity}', "endpoint-delay inf is not a int"),
+        ('{"endpoint-delay": Infinity}', "not JSON: Infinity is not a JSON number"),
         ('{"endpoint-delay": -1}', "endpoint-delay -1 is not between 0 and 1e+12"),
         (
             '{"preferred-dataset-splits": 1e308}',
             "preferred-dataset-splits 100000000000000001097906362... is not",
         ),
         ('{"active-chunks-per-dimension": 0}', "active-chunks-per-dimension 0 is not between 1"),
-        ('{"local-mem-bw": NaN}', "local-mem-bw nan is not between 0 and 1e+09"),
+        ('{"local-mem-bw": -1}', "local-mem-bw -1.0 is not between 0 and 1e+09"),
+        ('{"1": ' + "[" * 100000 + "]" * 100000 + "}", "not JSON: nested too deeply"),
         ('{"peak-perf": 1e300}', "peak-perf 1e+300 is not between 0 and 1e+09"),
     ],
 )
