@@ -75,9 +75,11 @@ def program_for(
     cost: CostModel,
     chunks_per_npu: int,
     seed: int,
+    max_transfers: int = 0,
 ) -> ProgramFor:
     """Expands a workload's collective with the chosen producer on the group's NPUs, verified
-    (`chakra_ir.verify`); one program per call (the caller caches)."""
+    (`chakra_ir.verify`); one program per call (the caller caches). A collective of more than
+    ``max_transfers`` chunk transfers (0: `collc.pipeline.MAX_TRANSFERS`) is refused."""
     from chakra_ir.collective import CollectiveKind
     from chakra_ir.outdir import chunk_bytes_for
     from chakra_ir.verify import verify
@@ -106,6 +108,7 @@ def program_for(
         if kind not in producer.collectives:
             raise CollcError(f"--algorithm: {algo} does not make {kind.value}")
         collective = pipeline.make_collective(req, producer, topology)
+        pipeline.check_work(collective, max_transfers or pipeline.MAX_TRANSFERS)
         program = pipeline.generate(producer, collective, topology)
         verify(program)
         return Expansion(program, chunk_bytes_for(collective, size))
@@ -195,6 +198,13 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
+    "--max-transfers",
+    type=click.IntRange(min=1),
+    default=registry.MAX_TRANSFERS,
+    show_default=True,
+    help="Refuse a collective of more chunk transfers (ranks x chunks) than this.",
+)
+@click.option(
     "--completion",
     type=click.Choice(list(COMPLETIONS)),
     default="on-arrival",
@@ -231,6 +241,7 @@ def simulate_cmd(
     algorithm: str,
     chunks_per_npu: int,
     seed: int,
+    max_transfers: int,
     completion: str,
     system: Path | None,
     native: str | None,
@@ -303,7 +314,14 @@ def simulate_cmd(
         from workloads.expand import run_contended
 
         cost = pipeline.cost_model_for(completion)
-        make = program_for(topo, algos, cost=cost, chunks_per_npu=chunks_per_npu, seed=seed)
+        make = program_for(
+            topo,
+            algos,
+            cost=cost,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            max_transfers=max_transfers,
+        )
         done = run_contended(
             w, topo, make, model=model, cost=cost, roofline=roof, remote_mem=mem, phase=phase
         )
@@ -345,8 +363,11 @@ def _remote_mem(text: str | None) -> tuple[float, float] | None:
         lat, bw = (float(x) for x in text.split(","))
     except ValueError:
         raise CollcError(f"--remote-mem: expected LATENCY_NS,BYTES_PER_NS, got {text!r}") from None
-    if not (lat >= 0 and bw > 0) or lat != lat or bw == float("inf"):
-        raise CollcError(f"--remote-mem: latency must be >= 0 and bandwidth > 0, got {text!r}")
+    if not (0 <= lat <= 1e12 and 1e-6 <= bw <= 1e9):  # NaN fails too
+        raise CollcError(
+            f"--remote-mem: latency must lie in 0..1e12 ns and bandwidth in 1e-6..1e9 bytes/ns, "
+            f"got {text!r}"
+        )
     return lat, bw
 
 

@@ -33,12 +33,12 @@ NATIVE_LIMITS: dict[str, tuple[str, type | tuple[type, ...], float, float]] = {
     "endpoint_delay_ns": ("endpoint-delay", int, 0, 1e12),
     "preferred_dataset_splits": ("preferred-dataset-splits", int, 1, 4096),
     "active_chunks_per_dimension": ("active-chunks-per-dimension", int, 1, 4096),
-    "local_mem_bw_gbps": ("local-mem-bw", (int, float), 0, 1e9),
-    "peak_perf_tflops": ("peak-perf", (int, float), 0, 1e9),
+    "local_mem_bw_gbps": ("local-mem-bw", (int, float), 1e-6, 1e9),
+    "peak_perf_tflops": ("peak-perf", (int, float), 1e-6, 1e9),
 }
 """Per numeric knob: its name in ASTRA-sim's system JSON, its type and its range (ASTRA-sim's
-own configurations use 1-64 splits and chunks): beyond it a run would take hours or a time
-would not be exact."""
+own configurations use 1-64 splits and chunks), 0 being allowed for the two rates (unset):
+beyond it a run would take hours or a time would not be exact."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,12 @@ class NativeConfig:
                 isinstance(v, kind)
                 and isinstance(v, int | float)
                 and not isinstance(v, bool)
-                and lo <= v <= hi
+                and (lo <= v <= hi or (v == 0 and kind is not int))
             )
             if not ok:  # NaN fails the comparison too
                 shown = repr(v) if len(repr(v)) <= 30 else repr(v)[:27] + "..."
-                raise WorkloadError(f"{key} {shown} is not between {lo} and {hi:g}")
+                zero = "" if kind is int else "0 or "
+                raise WorkloadError(f"{key} {shown} is not {zero}between {lo:g} and {hi:g}")
 
     def algorithms(self, kind: CollKind, ndims: int) -> list[str]:
         names = list(self.per_kind.get(kind, self.implementation))

@@ -35,6 +35,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from topologies.units import MAX_TIME_NS
 from workloads.model import CollKind, NodeKind, WNode, Workload, WorkloadError, describe
 
 
@@ -65,7 +66,7 @@ class Roofline:
     peak_flops: float
     mem_bw: float
 
-    def compute_ns(self, num_ops: int, tensor_size: int) -> int | None:
+    def compute_ns(self, num_ops: int, tensor_size: int) -> float | None:
         """Whole ns for a node, or None when ``tensor_size`` is 0 (the node is skipped)."""
         if tensor_size == 0:
             return None
@@ -73,7 +74,8 @@ class Roofline:
         perf = min(self.mem_bw * oi, self.peak_flops)
         if perf <= 0:
             raise WorkloadError("the roofline needs a positive peak-perf and local-mem-bw")
-        return int(num_ops / perf * 1e9)
+        t = num_ops / perf * 1e9
+        return int(t) if t <= MAX_NODE_NS else math.inf  # `local_ns` refuses the latter
 
 
 @dataclass
@@ -116,6 +118,11 @@ class WorkloadRun:
 _SEND, _DONE = 0, 1
 
 
+MAX_NODE_NS = MAX_TIME_NS
+"""The longest a node may take; beyond it (a corrupt duration, a roofline of 1e-300 TFLOPS)
+a run is refused, naming the node, since its times would no longer be exact."""
+
+
 def local_ns(
     w: Workload,
     npu: int,
@@ -124,7 +131,24 @@ def local_ns(
     remote_mem: tuple[float, float] | None,
 ) -> float:
     """The time of a node that involves no other NPU: COMP (trace duration, 0 -> 1 ns, or the
-    roofline), MEM_LOAD/STORE (remote memory), BROADCAST (its duration); 0 for the rest."""
+    roofline), MEM_LOAD/STORE (remote memory), BROADCAST (its duration); 0 for the rest.
+    Raises WorkloadError when it is longer than `MAX_NODE_NS`."""
+    t = _local_ns(w, npu, nd, roofline, remote_mem)
+    if not t <= MAX_NODE_NS:  # NaN fails too
+        raise WorkloadError(
+            f"{describe(nd)}: takes {t:.3g} ns, more than the {MAX_NODE_NS:g} ns a node may take",
+            w.where(npu),
+        )
+    return t
+
+
+def _local_ns(
+    w: Workload,
+    npu: int,
+    nd: WNode,
+    roofline: Roofline | None,
+    remote_mem: tuple[float, float] | None,
+) -> float:
     k = nd.kind
     if k == NodeKind.COMP:
         if roofline is not None and not nd.is_cpu_op:
@@ -139,7 +163,8 @@ def local_ns(
                 w.where(npu),
             )
         lat, bw = remote_mem
-        return lat + int((nd.tensor_size or 0) / bw)
+        x = (nd.tensor_size or 0) / bw
+        return lat + int(x) if x <= MAX_NODE_NS else math.inf
     if k == NodeKind.COLL and nd.comm_type == CollKind.BROADCAST:
         return float(nd.duration_micros * 1000 or 1)
     return 0.0

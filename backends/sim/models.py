@@ -22,7 +22,7 @@ from backends.sim.astra_aware import run_astra_aware
 from backends.sim.engine import EngineRun, run_congestion
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult, Timeline
-from backends.sim.tasks import TaskGraph, tasks_from_program
+from backends.sim.tasks import TaskGraph, TaskKind, tasks_from_program
 from chakra_ir.collective import Collective
 from chakra_ir.program import Program
 from topologies.cost_model import DEFAULT_COST_MODEL, Completion, CostModel
@@ -91,6 +91,11 @@ MODELS: dict[str, Model] = {
         completion=Completion.ON_ARRIVAL,
     ),
 }
+
+
+MAX_PACKETS = 10_000_000
+"""The most packets a run with ``packet_bytes`` may cut its messages into: about a gigabyte
+and half a minute of simulation."""
 
 
 def get_model(name: str) -> Model:
@@ -203,6 +208,13 @@ def simulate_tasks(
             raise SimError(f"packets apply to the congestion model only, not {model!r}")
         if packet_bytes <= 0:
             raise SimError(f"the packet size must be at least 1 byte, got {packet_bytes}")
+        sent = graph.nbytes[graph.kind == TaskKind.SEND]
+        packets = int(np.maximum(1, -(-sent // packet_bytes)).sum())
+        if packets > MAX_PACKETS:
+            raise SimError(
+                f"{packets:,} packets of {packet_bytes} B is more than the limit of "
+                f"{MAX_PACKETS:,} (each costs memory and time); use larger packets"
+            )
     if cost.cut_through_router_ns is not None and not m.supports_cut_through:
         raise SimError(f"cut-through switching applies to the congestion model only, not {model!r}")
     if size_bytes is not None and size_bytes <= 0:

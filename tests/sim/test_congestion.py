@@ -131,6 +131,16 @@ def test_packets_pipeline_over_two_hops() -> None:
     assert r.finish_ns == pytest.approx(1028.0)
 
 
+def test_more_packets_than_the_limit_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import backends.sim.models
+
+    monkeypatch.setattr(backends.sim.models, "MAX_PACKETS", 4)
+    p = one_message(placement=(0, 2))
+    assert simulate(p, topo(LINE3), CB, packet_bytes=250).hops == 8  # 4 packets: at the limit
+    with pytest.raises(SimError, match="5 packets of 200 B is more than the limit of 4"):
+        simulate(p, topo(LINE3), CB, packet_bytes=200)
+
+
 def test_ring_allreduce_on_four_npus() -> None:
     # 6 steps (3 reduce-scatter, 3 all-gather); each send waits for the receive of the step
     # before, so the critical path is 6 hops of 520 ns = 3120 ns. Every rank sends 6

@@ -202,7 +202,9 @@ def test_a_workload_for_another_number_of_npus(wl: Path) -> None:
     assert str(wl) in line and "8 NPUs" in line and "16" in line
 
 
-@pytest.mark.parametrize("value", ["1", "1,0", "-1,2", "a,b", "1,2,3", "nan,1"])
+@pytest.mark.parametrize(
+    "value", ["1", "1,0", "-1,2", "a,b", "1,2,3", "nan,1", "inf,1", "0,1e-300", "1e308,1"]
+)
 def test_a_bad_remote_mem(wl: Path, value: str) -> None:
     line = refused(str(wl), "-t", "ring:8", "--remote-mem", value)
     assert "--remote-mem" in line
@@ -215,6 +217,20 @@ def test_memory_nodes_without_remote_mem(tmp_path: Path) -> None:
     assert str(out / "workload.0.et") in line and "--remote-mem" in line
     d = run_json(str(out), "-t", "ring:2", "--model", "analytical", "--remote-mem", "100,3")
     assert d["iteration_ns"] == 100 + 1000 // 3
+
+
+@pytest.mark.parametrize("model", ["analytical", "congestion"])
+def test_a_node_longer_than_collc_times_is_refused(tmp_path: Path, model: str) -> None:
+    """A corrupt duration, or a roofline far too slow, names the node instead of overflowing."""
+    out = tmp_path / "long"
+    write_workload(same(2, [comp(0, 2**63 - 1)]), out)
+    line = refused(str(out), "-t", "ring:2", "--model", model)
+    assert "workload.0.et" in line and "more than the 1e+12 ns a node may take" in line
+    out = tmp_path / "roof"
+    write_workload(same(2, [comp(0, 0, num_ops=10**12, tensor_size=1)]), out)
+    args = ("--roofline", "--local-mem-bw", "1e-6", "--peak-perf", "1e-6")
+    line = refused(str(out), "-t", "ring:2", "--model", model, *args)
+    assert "more than the 1e+12 ns a node may take" in line
 
 
 @pytest.mark.parametrize("value", ["nope", "ring,allreduce=nope", "pg:1=nope"])
@@ -244,9 +260,9 @@ def test_a_missing_folder(tmp_path: Path) -> None:
             "preferred-dataset-splits 100000000000000001097906362... is not",
         ),
         ('{"active-chunks-per-dimension": 0}', "active-chunks-per-dimension 0 is not between 1"),
-        ('{"local-mem-bw": -1}', "local-mem-bw -1.0 is not between 0 and 1e+09"),
+        ('{"local-mem-bw": -1}', "local-mem-bw -1.0 is not 0 or between 1e-06 and 1e+09"),
         ('{"1": ' + "[" * 100000 + "]" * 100000 + "}", "not JSON: nested too deeply"),
-        ('{"peak-perf": 1e300}', "peak-perf 1e+300 is not between 0 and 1e+09"),
+        ('{"peak-perf": 1e300}', "peak-perf 1e+300 is not 0 or between 1e-06 and 1e+09"),
     ],
 )
 def test_a_bad_system_json(wl: Path, tmp_path: Path, text: str, needle: str) -> None:
@@ -272,3 +288,13 @@ def test_generate_refuses_hardware_out_of_range(tmp_path: Path, flag: str, value
     assert res.exit_code == 2, res.output
     assert res.output.count("\n") == 1 and f"{flag} must lie between 1e-6 and 1e9" in res.output
     assert not out.exists()
+
+
+def test_collectives_beyond_the_transfer_limit_are_refused(wl: Path) -> None:
+    line = refused(str(wl), "-t", "ring:8", "--chunks-per-npu", "100000000")
+    assert (
+        "8 ranks x 800000000 chunks = 6,400,000,000 chunk transfers is more than the limit of 50,000,000"
+        in line
+    )
+    line = refused(str(wl), "-t", "ring:8", "--chunks-per-npu", "4", "--max-transfers", "100")
+    assert "8 ranks x 32 chunks = 256 chunk transfers is more than the limit of 100" in line
