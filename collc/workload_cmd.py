@@ -140,6 +140,8 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
         }
         for key, (name, typ) in simple.items():
             if key in data:
+                if typ is bool and data[key] not in (0, 1):  # True, False, 0 and 1; not "0"
+                    raise CollcError(f"{system}: {key} {data[key]!r} is not 0, 1, true or false")
                 try:
                     fields[name] = typ(data[key])
                 except (TypeError, ValueError, OverflowError):

@@ -136,6 +136,18 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
                 f"npu {n} command {c}: flow {f} goes to NPU {s['to']} with {s['bytes']} bytes, "
                 f"but NPU {m} command {rc} receives it from NPU {r['from']} with {r['bytes']} bytes"
             )
+    pk = header["packet_bytes"]
+    packets = hops = 0
+    for _n, _c, snd in sends.values():
+        k = -(-snd["bytes"] // pk)
+        packets += k
+        hops += k * len(snd["ports"])
+    counts = header["counts"]
+    if (counts["packets"], counts["packet_hops"]) != (packets, hops):
+        raise HwProgError(
+            f"{where}: $.counts: {counts['packets']} packets and {counts['packet_hops']} "
+            f"packet-hops, but the sends make {packets} and {hops}"
+        )
     _check_routers(routers, sends, by_port, str(rpath))
     return HwProgram(header, routers, npus)
 
@@ -360,12 +372,16 @@ def _check_npu(
             if len(ports) != len(vcs):
                 raise HwProgError(f"{pre}: {len(ports)} ports but {len(vcs)} VCs (one per hop)")
             cur = n
+            visited = {n}
             for h, (pt, vc) in enumerate(zip(ports, vcs, strict=True)):
                 nxt = by_port.get((cur, pt))
                 if nxt is None:
                     raise HwProgError(
                         f"{pre}: hop {h} leaves the topology: router {cur} has no port {pt}"
                     )
+                if nxt in visited:
+                    raise HwProgError(f"{pre}: hop {h} comes back to router {nxt} (a loop)")
+                visited.add(nxt)
                 if vc >= num_vcs:
                     raise HwProgError(
                         f"{pre}: hop {h} uses VC {vc}, but the program has {num_vcs} VC(s)"

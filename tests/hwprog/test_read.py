@@ -100,6 +100,18 @@ CASES: list[tuple[str, str, Callable[[Any], Any], str]] = [
         r"\$\.links\[1\]\.width_bytes_per_cycle: nan is not a finite number",
     ),
     ("huge-command", "npus/3.json", _send_edit(lambda c: c.__setitem__("bytes", 2**63)), r"bytes"),
+    (
+        "loop",
+        "npus/3.json",
+        _send_edit(lambda c: c.update(ports=[1, 2, 1], vcs=[0, 0, 0])),
+        r"npu 3 command \d+ \(send\): hop 1 comes back to router 3 \(a loop\)",
+    ),
+    (
+        "counts",
+        "hwprog.json",
+        _set(["counts", "packet_hops"], 1),
+        r"\$\.counts: \d+ packets and 1 packet-hops, but the sends make \d+ and \d+",
+    ),
     # The collective and the buffers it needs.
     ("ranks", "hwprog.json", _set(["collective", "num_ranks"], 2**40), r"for 16 placed ranks"),
     ("collective", "hwprog.json", _set(["collective", "kind"], "gossip"), r"\$\.collective: "),

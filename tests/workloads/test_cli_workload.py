@@ -262,6 +262,7 @@ def test_a_missing_folder(tmp_path: Path) -> None:
         ('{"active-chunks-per-dimension": 0}', "active-chunks-per-dimension 0 is not between 1"),
         ('{"local-mem-bw": -1}', "local-mem-bw -1.0 is not 0 or between 1e-06 and 1e+09"),
         ('{"1": ' + "[" * 100000 + "]" * 100000 + "}", "not JSON: nested too deeply"),
+        ('{"roofline-enabled": "0"}', "roofline-enabled '0' is not 0, 1, true or false"),
         ('{"peak-perf": 1e300}', "peak-perf 1e+300 is not 0 or between 1e-06 and 1e+09"),
     ],
 )
