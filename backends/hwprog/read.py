@@ -127,13 +127,15 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
         f = min(extra)
         n, c, _ = sends.get(f) or recvs[f]
         raise HwProgError(
-            f"npu {n} command {c}: flow {f} is beyond the header's {messages} messages"
+            f"{folder / header['npus'][n]['file']}: npu {n} command {c}: flow {f} is beyond "
+            f"the header's {messages} messages"
         )
     for f, (n, c, s) in sends.items():
         m, rc, r = recvs[f]
         if s["to"] != m or r["from"] != n or s["bytes"] != r["bytes"]:
             raise HwProgError(
-                f"npu {n} command {c}: flow {f} goes to NPU {s['to']} with {s['bytes']} bytes, "
+                f"{folder / header['npus'][n]['file']}: npu {n} command {c}: flow {f} goes to "
+                f"NPU {s['to']} with {s['bytes']} bytes, "
                 f"but NPU {m} command {rc} receives it from NPU {r['from']} with {r['bytes']} bytes"
             )
     pk = header["packet_bytes"]
@@ -442,5 +444,5 @@ def _check_routers(
         router, f = min(missing)
         n, c, _ = sends[f]
         raise HwProgError(
-            f"npu {n} command {c}: source-routed flow {f} has no entry at router {router}"
+            f"{where}: npu {n} command {c}: source-routed flow {f} has no entry at router {router}"
         )
