@@ -29,6 +29,7 @@ from chakra_ir.program import Program
 from chakra_ir.version import VERSION
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
+from topologies.jsonfile import load_json
 from topologies.topology import Topology
 
 MANIFEST = "manifest.json"
@@ -381,29 +382,7 @@ def read_manifest(out: Path | str) -> Manifest:
     path = out / MANIFEST
     if not path.exists():
         raise OutputError(f"{out} has no {MANIFEST}: not a collc output folder")
-    with open(path, "rb") as f:
-        raw = f.read(MAX_MANIFEST_BYTES + 1)
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise OutputError(
-            f"the manifest is larger than {MAX_MANIFEST_BYTES} bytes", SourcePos(str(path))
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise OutputError(
-            f"not UTF-8: byte 0x{raw[e.start]:02x} cannot start or continue a character",
-            SourcePos(str(path), line, col, e.start),
-        ) from None
-    try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as e:
-        raise OutputError(
-            f"malformed JSON: {e.msg}", SourcePos(str(path), e.lineno, e.colno)
-        ) from None
-    except (ValueError, RecursionError) as e:
-        raise OutputError(f"malformed JSON: {e}", SourcePos(str(path))) from None
+    data = load_json(path, OutputError, max_bytes=MAX_MANIFEST_BYTES)
     if not isinstance(data, dict):
         raise OutputError("the manifest must be a JSON object", SourcePos(str(path)))
     return Manifest.from_json(data, str(path))
@@ -411,10 +390,6 @@ def read_manifest(out: Path | str) -> Manifest:
 
 MAX_MANIFEST_BYTES = 64 << 20
 """A manifest larger than this is refused before it is parsed."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def read_output(out: Path | str) -> tuple[Manifest, Program]:
