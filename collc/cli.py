@@ -630,7 +630,7 @@ def simulate(
     if model != "congestion" and (plot is not None or gantt is not None):
         raise CollcError(f"--plot and --gantt need link loads, which the {model} model has not")
     if plot is not None or gantt is not None:
-        require_matplotlib()  # before anything is simulated or written
+        require_matplotlib(plot, gantt)  # before anything is simulated or written
     phase = _phases(as_json)
     phase(f"reading, verifying and simulating {folder}")
     req = pipeline.SimRequest(
@@ -752,7 +752,7 @@ def bench(
     from collc.bench import format_report, parse_sizes, run_bench
 
     if plot is not None:
-        require_matplotlib()  # before the (long) runs, not after them
+        require_matplotlib(plot)  # before the (long) runs, not after them
 
     if chunks_per_npu < 1:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")

@@ -159,10 +159,19 @@ def plot_links(result: SimResult, topology: Topology, path: str | os.PathLike[st
     _save(fig, Canvas, path)
 
 
-def require_matplotlib() -> None:
-    """SimError (saying how to install it) unless matplotlib can be imported: callers check
-    this before they simulate or write anything, so a missing plot leaves no other output."""
-    _matplotlib()
+def require_matplotlib(*paths: str | os.PathLike[str] | None) -> None:
+    """SimError (saying how to install it) unless matplotlib can be imported, or naming a
+    path whose format (its suffix; none is PNG) matplotlib cannot write: callers check this
+    before they simulate or write anything, so a plot that cannot be made leaves no output."""
+    Figure, Canvas, _ = _matplotlib()
+    formats = Canvas(Figure()).get_supported_filetypes()
+    for path in paths:
+        if path is None:
+            continue
+        fmt = Path(path).suffix.lstrip(".").lower() or "png"
+        if fmt not in formats:
+            known = ", ".join(sorted(formats))
+            raise SimError(f"cannot write {path}: format {fmt!r} is not one of {known}")
 
 
 def plot_gantt(

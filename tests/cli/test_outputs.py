@@ -79,6 +79,14 @@ def test_missing_matplotlib_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_plot_format_matplotlib_cannot_write_writes_nothing(folder: Path, tmp_path: Path) -> None:
+    t, p, g = tmp_path / "t.json", tmp_path / "p.png", tmp_path / "g.bad"
+    res = run("simulate", str(folder), "--timeline", str(t), "--plot", str(p), "--gantt", str(g))
+    assert res.exit_code == 2, res.output
+    assert f"cannot write {g}: format 'bad' is not one of" in res.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sigterm_during_a_write_leaves_no_temporary(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
