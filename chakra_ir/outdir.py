@@ -27,6 +27,7 @@ from typing import Any
 from chakra_ir.collective import Collective, collective_from_dict, collective_to_dict
 from chakra_ir.program import Program
 from chakra_ir.version import VERSION
+from topologies.atomic import umask_mode
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
 from topologies.jsonfile import load_json
@@ -224,14 +225,6 @@ def _check_extra(extra: dict[str, Any], where: SourcePos) -> None:
     lb = extra.get("lower_bound")
     if lb is not None and not isinstance(lb, str):
         raise OutputError(f"field 'extra.lower_bound' must be a string, not {_show(lb)}", where)
-
-
-def umask_mode(mode: int = 0o666) -> int:
-    """``mode`` as the process's umask lets a new file have it: for files written through a
-    private temporary (``tempfile.mkstemp`` makes them 0600) and then renamed into place."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return mode & ~umask
 
 
 def chunk_bytes_for(collective: Collective, size_bytes: int) -> int:

@@ -21,7 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def _umask_mode(mode: int = 0o666) -> int:
+def umask_mode(mode: int = 0o666) -> int:
+    """``mode`` as the process's umask lets a new file have it: for files written through a
+    private temporary (``tempfile.mkstemp`` makes them 0600) and then renamed into place."""
     mask = os.umask(0)
     os.umask(mask)
     return mode & ~mask
@@ -47,7 +49,7 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[str], None])
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, _umask_mode())  # mkstemp's file is private; the result is not
+        os.chmod(tmp, umask_mode())  # mkstemp's file is private; the result is not
         os.replace(tmp, target)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)

@@ -142,11 +142,6 @@ def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
     return out
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (`topologies.atomic.write_text_atomically`)."""
-    write_text_atomically(path, text)
-
-
 def write_trace(
     path: str | os.PathLike[str], events: list[dict[str, Any]], other: dict[str, Any]
 ) -> None:
@@ -154,7 +149,7 @@ def write_trace(
     ``otherData``) to ``path`` atomically. OSError passes through: callers name it in their
     own error type."""
     doc = {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
-    atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+    write_text_atomically(path, json.dumps(doc, separators=(",", ":")))
 
 
 def write_timeline(result: SimResult, path: str | os.PathLike[str]) -> None:
