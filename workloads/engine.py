@@ -133,29 +133,14 @@ def local_ns(
     """The time of a node that involves no other NPU: COMP (trace duration, 0 -> 1 ns, or the
     roofline), MEM_LOAD/STORE (remote memory), BROADCAST (its duration); 0 for the rest.
     Raises WorkloadError when it is longer than `MAX_NODE_NS`."""
-    t = _local_ns(w, npu, nd, roofline, remote_mem)
-    if not t <= MAX_NODE_NS:  # NaN fails too
-        raise WorkloadError(
-            f"{describe(nd)}: takes {t:.3g} ns, more than the {MAX_NODE_NS:g} ns a node may take",
-            w.where(npu),
-        )
-    return t
-
-
-def _local_ns(
-    w: Workload,
-    npu: int,
-    nd: WNode,
-    roofline: Roofline | None,
-    remote_mem: tuple[float, float] | None,
-) -> float:
     k = nd.kind
+    t: float = 0.0
     if k == NodeKind.COMP:
         if roofline is not None and not nd.is_cpu_op:
-            t = roofline.compute_ns(nd.num_ops or 0, nd.tensor_size or 0)
-            return 0.0 if t is None else float(t)
-        return float(nd.duration_micros * 1000 if nd.duration_micros else 1)
-    if k in (NodeKind.MEM_LOAD, NodeKind.MEM_STORE):
+            t = roofline.compute_ns(nd.num_ops or 0, nd.tensor_size or 0) or 0.0
+        else:
+            t = nd.duration_micros * 1000 if nd.duration_micros else 1
+    elif k in (NodeKind.MEM_LOAD, NodeKind.MEM_STORE):
         if remote_mem is None:
             raise WorkloadError(
                 f"{describe(nd)}: a remote-memory node, but no remote memory is configured "
@@ -164,10 +149,15 @@ def _local_ns(
             )
         lat, bw = remote_mem
         x = (nd.tensor_size or 0) / bw
-        return lat + int(x) if x <= MAX_NODE_NS else math.inf
-    if k == NodeKind.COLL and nd.comm_type == CollKind.BROADCAST:
-        return float(nd.duration_micros * 1000 or 1)
-    return 0.0
+        t = lat + int(x) if x <= MAX_NODE_NS else math.inf
+    elif k == NodeKind.COLL and nd.comm_type == CollKind.BROADCAST:
+        t = nd.duration_micros * 1000 or 1
+    if not t <= MAX_NODE_NS:  # NaN fails too
+        raise WorkloadError(
+            f"{describe(nd)}: takes {t:.3g} ns, more than the {MAX_NODE_NS:g} ns a node may take",
+            w.where(npu),
+        )
+    return float(t)
 
 
 def resource(nd: WNode) -> str:
