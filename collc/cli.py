@@ -348,13 +348,7 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
-@click.option(
-    "--max-transfers",
-    type=click.IntRange(min=1),
-    default=registry.MAX_TRANSFERS,
-    show_default=True,
-    help="Refuse programs of more chunk transfers (ranks x chunks) than this.",
-)
+@registry.max_transfers_option("programs")
 @click.option(
     "--max-work",
     type=click.IntRange(min=1),

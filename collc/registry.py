@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 ALGORITHMS: dict[str, str] = {
     "tacos": (
@@ -64,6 +66,21 @@ ALGORITHMS: dict[str, str] = {
 DEFAULT_ALGORITHM = "tacos"
 MAX_TRANSFERS = 50_000_000
 """`collc.pipeline.MAX_TRANSFERS`."""
+
+
+def max_transfers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--max-transfers`` option of the commands that build programs: refuse ``what``
+    (programs, a collective) of more chunk transfers than it, `MAX_TRANSFERS` by default."""
+    import click
+
+    return click.option(
+        "--max-transfers",
+        type=click.IntRange(min=1),
+        default=MAX_TRANSFERS,
+        show_default=True,
+        help=f"Refuse {what} of more chunk transfers (ranks x chunks) than this.",
+    )
+
 
 SIM_MODELS: dict[str, str] = {
     "congestion": ("links as FIFO servers, store-and-forward hop by hop, under collc's cost model"),

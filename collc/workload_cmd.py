@@ -199,13 +199,7 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
 )
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--max-transfers",
-    type=click.IntRange(min=1),
-    default=registry.MAX_TRANSFERS,
-    show_default=True,
-    help="Refuse a collective of more chunk transfers (ranks x chunks) than this.",
-)
+@registry.max_transfers_option("a collective")
 @click.option(
     "--completion",
     type=click.Choice(list(COMPLETIONS)),
