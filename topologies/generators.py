@@ -7,7 +7,6 @@ overrides and failures and makes the `Topology`.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -26,6 +25,7 @@ from topologies.routing import (
 )
 from topologies.spec import format_bandwidth, format_latency, format_per_dim
 from topologies.topology import LinkSpec
+from topologies.units import env_limit
 
 #: Defaults when a spec does not say (bytes per ns = GB/s; ns).
 DEFAULT_BANDWIDTH = 50.0
@@ -55,10 +55,7 @@ or lowers it (`max_links`)."""
 
 def max_links() -> int:
     """The link limit: ``COLLC_MAX_LINKS`` when set to a positive integer, else `MAX_LINKS`."""
-    text = os.environ.get("COLLC_MAX_LINKS", "").strip()
-    if text.isdigit() and len(text) <= 18 and int(text) > 0:
-        return int(text)
-    return MAX_LINKS
+    return env_limit("COLLC_MAX_LINKS", MAX_LINKS)
 
 
 #: Stack dimension names in specs, and the ASTRA-sim names they match.

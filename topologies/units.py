@@ -24,6 +24,7 @@ characters are refused before they are read.
 
 from __future__ import annotations
 
+import os
 import re
 from fractions import Fraction
 
@@ -48,6 +49,16 @@ MAX_TIME_NS = 1e12
 
 MAX_EXACT_PS = 2**53
 """Simulated times are whole picoseconds; below this they are exact in a float too."""
+
+
+def env_limit(variable: str, default: int) -> int:
+    """A limit that the environment may change: ``variable``'s value when it is a positive
+    integer (at most 18 digits), else ``default``."""
+    text = os.environ.get(variable, "").strip()
+    if text.isdigit() and len(text) <= 18 and int(text) > 0:
+        return int(text)
+    return default
+
 
 _SIZE_UNITS = {
     "": 1,

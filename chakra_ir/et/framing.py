@@ -22,6 +22,7 @@ import numpy as np
 
 from chakra_ir.et.errors import EtDecodeError
 from chakra_ir.et.wire import I64, read_varints, varint
+from topologies.units import env_limit
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_MESSAGE = (1 << 31) - 1
@@ -125,10 +126,7 @@ variable ``COLLC_MAX_ET_BYTES`` raises or lowers it (`max_et_bytes`)."""
 def max_et_bytes() -> int:
     """The ET size limit: ``COLLC_MAX_ET_BYTES`` when set to a positive integer, else
     `MAX_ET_BYTES`."""
-    text = os.environ.get("COLLC_MAX_ET_BYTES", "").strip()
-    if text.isdigit() and len(text) <= 18 and int(text) > 0:
-        return int(text)
-    return MAX_ET_BYTES
+    return env_limit("COLLC_MAX_ET_BYTES", MAX_ET_BYTES)
 
 
 def _too_large(name: str, limit: int, what: str) -> EtDecodeError:
