@@ -173,20 +173,12 @@ class Format:
 
 def _message(err: Any) -> str:
     x = err.instance
-    if (
-        err.validator == "type"
-        and type(x) in (int, float)
-        and err.validator_value
-        in (
-            "integer",
-            "number",
-        )
-    ):
+    if err.validator == "type" and err.validator_value in ("integer", "number"):
         if type(x) is float and not math.isfinite(x):
             return f"{x} is not a finite number"
         if type(x) is int:
             return f"{_show(x)} is beyond 2^53 in magnitude, more than JSON carries exactly"
-        if err.validator_value == "integer":
+        if type(x) is float and err.validator_value == "integer":
             return f"{_show(x)} is not an integer (write it without a fraction or exponent)"
     msg = str(err.message)
     return msg if len(msg) <= 200 else msg[:197] + "..."
