@@ -233,8 +233,7 @@ def scale(args: argparse.Namespace) -> None:
     assert quick is not None and quick.finish_ns == full.finish_ns
     print(f"  iteration {full.time_ns / 1e6:,.3f} ms, {len(full.collectives):,} collectives")
     if args.contended:
-        from collc.pipeline import cost_model_for
-        from collc.workload_cmd import program_for
+        from collc.pipeline import cost_model_for, program_for
         from workloads.expand import run_contended
 
         cost = cost_model_for("on-arrival")

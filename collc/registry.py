@@ -1,4 +1,4 @@
-"""Static registries of names the CLI shows before any command runs, and a lazy module.
+"""Static registries of names the CLI shows before any command runs.
 
 ``import collc.cli`` must load none of numpy, networkx, lark, protobuf, ortools, matplotlib,
 optuna or ray (issue 12: start-up time), so the choices and help texts of its options come
@@ -6,17 +6,11 @@ from here, not from the packages that implement them; each command imports what 
 it runs. ``tests/test_cli_startup.py`` holds that these copies equal the real registries
 (`collc.pipeline.DESCRIPTIONS`, TACOS and `baselines.ALGORITHMS`, `backends.sim.MODELS`,
 `collc.exporters.EXPORTERS`): add a producer, model or target there and here.
-`collc.pipeline.ALGORITHMS` takes its names from `ALGORITHMS` below, so that a producer's
+`collc.producers.ALGORITHMS` takes its names from `ALGORITHMS` below, so that a producer's
 package is imported only when it runs.
 """
 
 from __future__ import annotations
-
-import importlib.util
-import sys
-from collections.abc import Callable
-from types import ModuleType
-from typing import Any
 
 ALGORITHMS: dict[str, str] = {
     "tacos": (
@@ -68,20 +62,6 @@ MAX_TRANSFERS = 50_000_000
 """`collc.pipeline.MAX_TRANSFERS`."""
 
 
-def max_transfers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The ``--max-transfers`` option of the commands that build programs: refuse ``what``
-    (programs, a collective) of more chunk transfers than it, `MAX_TRANSFERS` by default."""
-    import click
-
-    return click.option(
-        "--max-transfers",
-        type=click.IntRange(min=1),
-        default=MAX_TRANSFERS,
-        show_default=True,
-        help=f"Refuse {what} of more chunk transfers (ranks x chunks) than this.",
-    )
-
-
 SIM_MODELS: dict[str, str] = {
     "congestion": ("links as FIFO servers, store-and-forward hop by hop, under collc's cost model"),
     "analytical": (
@@ -100,19 +80,3 @@ EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus")
 
 MANIFEST = "manifest.json"
 """`chakra_ir.outdir.MANIFEST`."""
-
-
-def lazy_module(name: str) -> ModuleType:
-    """Module ``name``, executed on the first access to one of its attributes (at once when it
-    is already imported)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"no module named {name!r}")
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module

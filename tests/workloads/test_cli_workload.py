@@ -12,8 +12,7 @@ from click.testing import CliRunner, Result
 
 from backends.sim import simulate
 from collc.cli import cli
-from collc.pipeline import cost_model_for
-from collc.workload_cmd import program_for
+from collc.pipeline import cost_model_for, program_for
 from tests.workloads.build import AR, coll, comp, mem, same, workload
 from topologies import parse_topology
 from workloads.chakra_io import write_workload

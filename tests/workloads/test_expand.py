@@ -11,8 +11,7 @@ from functools import cache
 import pytest
 
 from backends.sim import simulate
-from collc.pipeline import cost_model_for
-from collc.workload_cmd import program_for
+from collc.pipeline import cost_model_for, program_for
 from tests.workloads.build import AG, AR, coll, comp, mem, recv, same, send, workload
 from topologies import Topology, parse_topology
 from workloads.engine import CollCall

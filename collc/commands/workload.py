@@ -1,4 +1,5 @@
-"""``collc workload``: generate training workloads and simulate them (docs/workloads.md).
+"""``collc workload``: the group of commands that generate training workloads and simulate
+them (docs/workloads.md), with the parsing of their ``--algorithm`` and ASTRA-sim system knobs.
 
 Like every command module, importing this one loads no heavy library; each command imports
 the packages it needs when it runs.
@@ -13,15 +14,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from collc import registry
+from collc.options import max_transfers_option
+from collc.printing import phases, us
 from topologies.cost_model import COMPLETIONS
 from topologies.errors import CollcError
 
 if TYPE_CHECKING:
-    from topologies.cost_model import CostModel
-    from topologies.topology import Topology
     from workloads.analytical import NativeConfig
-    from workloads.engine import CollCall
-    from workloads.expand import Expansion, ProgramFor
 
 MODELS = {
     "analytical": "ASTRA-sim's congestion-unaware backend with its native collectives (fast)",
@@ -66,54 +65,6 @@ def parse_algorithms(text: str) -> tuple[str, dict[str, str]]:
         else:
             over[parse_collective_kind(key).value] = name
     return default, over
-
-
-def program_for(
-    topology: Topology,
-    algorithms: tuple[str, dict[str, str]],
-    *,
-    cost: CostModel,
-    chunks_per_npu: int,
-    seed: int,
-    max_transfers: int = 0,
-) -> ProgramFor:
-    """Expands a workload's collective with the chosen producer on the group's NPUs, verified
-    (`chakra_ir.verify`); one program per call (the caller caches). A collective of more than
-    ``max_transfers`` chunk transfers (0: `collc.pipeline.MAX_TRANSFERS`) is refused."""
-    from chakra_ir.collective import CollectiveKind
-    from chakra_ir.outdir import chunk_bytes_for
-    from chakra_ir.verify import verify
-    from collc import pipeline
-    from workloads.expand import Expansion
-    from workloads.model import COLL_NAMES, CollKind
-
-    default, over = algorithms
-
-    def make(call: CollCall) -> Expansion:
-        kind = CollectiveKind(COLL_NAMES[call.kind])
-        algo = over.get(f"pg:{call.pg_name}", over.get(kind.value, default))
-        members = call.members
-        size = call.comm_size * len(members) if call.kind == CollKind.ALL_GATHER else call.comm_size
-        req = pipeline.Request(
-            topology=topology.spec,
-            collective=kind,
-            algorithm=algo,
-            size_bytes=size,
-            chunks_per_npu=chunks_per_npu,
-            placement=",".join(str(x) for x in members),
-            seed=seed,
-            completion=cost.completion.value,
-        )
-        producer = pipeline.ALGORITHMS[algo](req, None)
-        if kind not in producer.collectives:
-            raise CollcError(f"--algorithm: {algo} does not make {kind.value}")
-        collective = pipeline.make_collective(req, producer, topology)
-        pipeline.check_work(collective, max_transfers or pipeline.MAX_TRANSFERS)
-        program = pipeline.generate(producer, collective, topology)
-        verify(program)
-        return Expansion(program, chunk_bytes_for(collective, size))
-
-    return make
 
 
 def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfig:
@@ -199,7 +150,7 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
 )
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@registry.max_transfers_option("a collective")
+@max_transfers_option("a collective")
 @click.option(
     "--completion",
     type=click.Choice(list(COMPLETIONS)),
@@ -256,14 +207,13 @@ def simulate_cmd(
     import time
 
     from collc import pipeline
-    from collc.cli import _phases
     from topologies import parse_topology
     from workloads.chakra_io import read_workload
     from workloads.engine import Roofline, run_workload
     from workloads.model import check_workload
     from workloads.report import summary, write_timeline
 
-    phase = _phases(as_json)
+    phase = phases(as_json)
     t0 = time.perf_counter()
     topo = parse_topology(topology)
     config = native_config(
@@ -310,7 +260,7 @@ def simulate_cmd(
         from workloads.expand import run_contended
 
         cost = pipeline.cost_model_for(completion)
-        make = program_for(
+        make = pipeline.program_for(
             topo,
             algos,
             cost=cost,
@@ -367,26 +317,22 @@ def _remote_mem(text: str | None) -> tuple[float, float] | None:
     return lat, bw
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:,.2f} us"
-
-
 def _print(d: dict[str, Any]) -> None:
     click.echo(
         f"workload: {d['npus']} NPUs, {d['nodes']:,} nodes, {d['collectives']:,} collectives "
         f"on {d['topology']} ({d['model']})"
     )
-    click.echo(f"  iteration          {_us(d['iteration_ns'])}")
+    click.echo(f"  iteration          {us(d['iteration_ns'])}")
     click.echo(
-        f"  NPU {d['slowest_npu']} (slowest)   compute {_us(d['compute_ns'])}, exposed "
-        f"communication {_us(d['exposed_communication_ns'])}"
+        f"  NPU {d['slowest_npu']} (slowest)   compute {us(d['compute_ns'])}, exposed "
+        f"communication {us(d['exposed_communication_ns'])}"
     )
     if d["per_collective"]:
         click.echo("  collectives (group, kind, bytes: count, total)")
         for c in d["per_collective"][:10]:
             click.echo(
                 f"    {c['group']:>6} ({c['group_size']} NPUs) {c['kind']:<15} {c['comm_size']:>12,} B"
-                f"  x{c['count']:<5} {_us(c['total_ns'])}"
+                f"  x{c['count']:<5} {us(c['total_ns'])}"
             )
     links = d.get("links")
     if links:
