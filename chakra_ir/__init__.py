@@ -13,18 +13,18 @@ if TYPE_CHECKING:
     from chakra_ir.collective import Contents as Contents
     from chakra_ir.collective import custom_collective as custom_collective
     from chakra_ir.collective import parse_collective_kind as parse_collective_kind
-    from chakra_ir.program import Copy as Copy
-    from chakra_ir.program import FlowIn as FlowIn
-    from chakra_ir.program import FlowOut as FlowOut
-    from chakra_ir.program import Hints as Hints
-    from chakra_ir.program import Op as Op
-    from chakra_ir.program import OpKind as OpKind
+    from chakra_ir.ops import Copy as Copy
+    from chakra_ir.ops import FlowIn as FlowIn
+    from chakra_ir.ops import FlowOut as FlowOut
+    from chakra_ir.ops import Hints as Hints
+    from chakra_ir.ops import Op as Op
+    from chakra_ir.ops import OpKind as OpKind
+    from chakra_ir.ops import Recv as Recv
+    from chakra_ir.ops import Reduce as Reduce
+    from chakra_ir.ops import Send as Send
+    from chakra_ir.ops import Slice as Slice
     from chakra_ir.program import Program as Program
     from chakra_ir.program import ProgramBuilder as ProgramBuilder
-    from chakra_ir.program import Recv as Recv
-    from chakra_ir.program import Reduce as Reduce
-    from chakra_ir.program import Send as Send
-    from chakra_ir.program import Slice as Slice
     from chakra_ir.text import format_program as format_program
     from chakra_ir.text import parse_program as parse_program
 
@@ -35,18 +35,18 @@ _LAZY: dict[str, str] = {
     "Contents": "chakra_ir.collective",
     "custom_collective": "chakra_ir.collective",
     "parse_collective_kind": "chakra_ir.collective",
-    "Copy": "chakra_ir.program",
-    "FlowIn": "chakra_ir.program",
-    "FlowOut": "chakra_ir.program",
-    "Hints": "chakra_ir.program",
-    "Op": "chakra_ir.program",
-    "OpKind": "chakra_ir.program",
+    "Copy": "chakra_ir.ops",
+    "FlowIn": "chakra_ir.ops",
+    "FlowOut": "chakra_ir.ops",
+    "Hints": "chakra_ir.ops",
+    "Op": "chakra_ir.ops",
+    "OpKind": "chakra_ir.ops",
     "Program": "chakra_ir.program",
     "ProgramBuilder": "chakra_ir.program",
-    "Recv": "chakra_ir.program",
-    "Reduce": "chakra_ir.program",
-    "Send": "chakra_ir.program",
-    "Slice": "chakra_ir.program",
+    "Recv": "chakra_ir.ops",
+    "Reduce": "chakra_ir.ops",
+    "Send": "chakra_ir.ops",
+    "Slice": "chakra_ir.ops",
     "format_program": "chakra_ir.text",
     "parse_program": "chakra_ir.text",
 }

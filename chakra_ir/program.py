@@ -3,7 +3,8 @@
 A program of tens of millions of operations must fit in memory and move fast, so every field
 is a numpy column over all operations, ranks laid out one after another (`rank_offsets`), and
 dependencies and routes are offset arrays (CSR). `ProgramBuilder` appends operations one at a
-time for generators and tests; `Program.ops(rank)` gives the object view of a rank.
+time for generators and tests; `Program.ops(rank)` gives the object view of a rank, whose
+operation types (`chakra_ir.ops`) this module re-exports.
 
 An operation's id is its index within its rank; its dependencies are ids of the same rank.
 Sends and receives between an ordered pair of ranks with equal tag match in program order (the
@@ -21,128 +22,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from chakra_ir.collective import Buffer, Collective
+from chakra_ir.ops import NO_HINTS as NO_HINTS
+from chakra_ir.ops import Copy as Copy
+from chakra_ir.ops import FlowIn as FlowIn
+from chakra_ir.ops import FlowOut as FlowOut
+from chakra_ir.ops import Hints as Hints
+from chakra_ir.ops import Op as Op
+from chakra_ir.ops import OpKind as OpKind
+from chakra_ir.ops import Recv as Recv
+from chakra_ir.ops import Reduce as Reduce
+from chakra_ir.ops import Send as Send
+from chakra_ir.ops import Slice as Slice
+from chakra_ir.ops import format_op
 from topologies.errors import CollcError
 
 I8 = npt.NDArray[np.int8]
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
-
-class OpKind(IntEnum):
-    """Operation codes stored in `Program.kind`."""
-
-    SEND = 0
-    RECV = 1
-    RECV_REDUCE = 2
-    COPY = 3
-    REDUCE = 4
-    # 5..7 are the ET layout's own node codes (`chakra_ir.et.layout`), kept free so that
-    # ``collc_op`` stays the OpKind value in files written before flows existed.
-    FLOW_IN = 8
-    """Contribute ``src`` to in-network flow ``tag``."""
-    FLOW_OUT = 9
-    """Receive the result of in-network flow ``tag`` into ``dst``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Slice:
-    """``count`` consecutive slots of ``buffer`` starting at ``index``."""
-
-    buffer: Buffer
-    index: int
-    count: int = 1
-
-    def __str__(self) -> str:
-        if self.count == 1:
-            return f"{self.buffer.label}[{self.index}]"
-        return f"{self.buffer.label}[{self.index}:{self.index + self.count}]"
-
-
-@dataclass(frozen=True)
-class Hints:
-    """Optional facts that travel with an operation without changing its meaning.
-
-    ``route``: for a Send, the node path (NPU, switches..., NPU) its message was charged on.
-    ``channel``/``threadblock``: MSCCL placement hints; -1 when unset.
-    ``after``: for a Send, the rank-local id of an earlier Send on the same link that a
-    simulator must issue first even when both become ready at one instant; -1 when unset. The
-    ET writer expresses it with a gate node (see `chakra_ir.et.layout`).
-    """
-
-    route: tuple[int, ...] = ()
-    channel: int = -1
-    threadblock: int = -1
-    after: int = -1
-
-
-NO_HINTS = Hints()
-
-
-@dataclass(frozen=True)
-class Send:
-    peer: int
-    src: Slice
-    tag: int = 0
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-@dataclass(frozen=True)
-class Recv:
-    peer: int
-    dst: Slice
-    tag: int = 0
-    reduce: bool = False
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-@dataclass(frozen=True)
-class Copy:
-    src: Slice
-    dst: Slice
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-@dataclass(frozen=True)
-class Reduce:
-    """``dst <- dst (+) src`` inside one rank."""
-
-    src: Slice
-    dst: Slice
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-@dataclass(frozen=True)
-class FlowIn:
-    """Contribute ``src`` to in-network flow ``flow`` (see the module docstring)."""
-
-    flow: int
-    src: Slice
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-@dataclass(frozen=True)
-class FlowOut:
-    """Receive the result of in-network flow ``flow`` into ``dst`` (overwriting it)."""
-
-    flow: int
-    dst: Slice
-    deps: tuple[int, ...] = ()
-    hints: Hints = NO_HINTS
-
-
-Op = Send | Recv | Copy | Reduce | FlowIn | FlowOut
 
 COLUMNS = (
     "kind",
@@ -374,8 +277,6 @@ class Program:
         """``rank 3 op 17 (recv-reduce from 2 into input[4])`` for error messages."""
         r = int(np.searchsorted(self.rank_offsets, g, side="right") - 1)
         local = g - int(self.rank_offsets[r])
-        from chakra_ir.text import format_op
-
         return f"rank {r} op {local} ({format_op(self.op(r, local))})"
 
     def gate_waits(self, gated: npt.NDArray[np.integer[Any]]) -> GateWaits:

@@ -16,54 +16,29 @@ A collective split into process groups adds ``groups=0,1;2,3`` (ranks of each gr
 separated by ``;``) to its line. Slices are ``buffer[index]`` for one slot and ``buffer[start:end]`` for several. Custom
 collectives add ``pre``/``post`` lines per rank listing each slot's contents as
 ``index:rankmask`` pairs joined by ``+`` (``-`` for an empty or unchecked slot).
+
+An operation's line is `chakra_ir.ops.format_op` (re-exported here), which the Program also
+uses to name an operation in error messages.
 """
 
 from __future__ import annotations
 
 from chakra_ir.collective import Buffer, Collective, CollectiveKind, Contents
-from chakra_ir.program import (
+from chakra_ir.ops import (
     NO_HINTS,
     Copy,
     FlowIn,
     FlowOut,
     Hints,
     Op,
-    Program,
-    ProgramBuilder,
     Recv,
     Reduce,
     Send,
     Slice,
 )
+from chakra_ir.ops import format_op as format_op
+from chakra_ir.program import Program, ProgramBuilder
 from topologies.errors import CollcError, SourcePos
-
-
-def format_op(op: Op) -> str:
-    """One operation, without its id."""
-    if isinstance(op, Send):
-        text = f"send to={op.peer} src={op.src} tag={op.tag}"
-    elif isinstance(op, Recv):
-        text = f"recv from={op.peer} dst={op.dst}{' reduce' if op.reduce else ''} tag={op.tag}"
-    elif isinstance(op, Copy):
-        text = f"copy src={op.src} dst={op.dst}"
-    elif isinstance(op, FlowIn):
-        text = f"flow-in flow={op.flow} src={op.src}"
-    elif isinstance(op, FlowOut):
-        text = f"flow-out flow={op.flow} dst={op.dst}"
-    else:
-        text = f"reduce src={op.src} dst={op.dst}"
-    if op.deps:
-        text += " deps=" + ",".join(str(d) for d in op.deps)
-    h = op.hints
-    if h.channel != -1:
-        text += f" ch={h.channel}"
-    if h.threadblock != -1:
-        text += f" tb={h.threadblock}"
-    if h.after != -1:
-        text += f" after={h.after}"
-    if h.route:
-        text += " route=" + ">".join(str(n) for n in h.route)
-    return text
 
 
 def _format_contents(c: Contents | None) -> str:

@@ -18,9 +18,10 @@ from topologies.errors import CollcError
 
 
 def _is_verify_error(err: CollcError) -> bool:
-    """Whether ``err`` is a `chakra_ir.verify.VerifyError` (loaded if one was raised)."""
-    verify = sys.modules.get("chakra_ir.verify")
-    return verify is not None and isinstance(err, verify.VerifyError)
+    """Whether ``err`` is a `chakra_ir.verify.VerifyError` (its module is loaded if one was
+    raised; looked up so that start-up imports nothing of the verifier)."""
+    module = sys.modules.get("chakra_ir.verify_error")
+    return module is not None and isinstance(err, module.VerifyError)
 
 
 def _report(err: CollcError) -> None:

@@ -21,15 +21,19 @@ from topologies.topology import Topology
 # Start-up (issue 12): the synthesizer is imported on first use, so `tacos.bounds` (which
 # `collc compile` runs) does not load it.
 if TYPE_CHECKING:
-    from tacos.synthesis import Progress
-    from tacos.synthesis import Synthesis as Synthesis
+    from tacos.result import Progress
+    from tacos.result import Synthesis as Synthesis
     from tacos.synthesis import chunks_for as chunks_for
     from tacos.synthesis import synthesize as synthesize
 
 __all__ = ["Synthesis", "Tacos", "TacosError", "chunks_for", "synthesize"]
 
-_LAZY = {name: "tacos.synthesis" for name in ("Synthesis", "chunks_for", "synthesize")}
-"""The names of `tacos.synthesis` this package offers, imported on first use."""
+_LAZY = {
+    "Synthesis": "tacos.result",
+    "chunks_for": "tacos.synthesis",
+    "synthesize": "tacos.synthesis",
+}
+"""The names of the synthesizer this package offers, imported on first use."""
 
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
 

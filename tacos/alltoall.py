@@ -39,8 +39,8 @@ from tacos.channels import (
 )
 from tacos.errors import TacosError
 from tacos.personal import route_personal
+from tacos.result import Progress, Synthesis, check_arguments
 from tacos.routes import Routes
-from tacos.synthesis import Progress, Synthesis, check_arguments
 from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
 from topologies.topology import Topology
 

@@ -24,8 +24,9 @@ import math
 from collections.abc import Sequence
 
 from chakra_ir.collective import CollectiveKind
-from tacos.bounds import Bounds, _cut_family, _hop_bytes, lower_bounds
+from tacos.bounds import Bounds, _hop_bytes, lower_bounds
 from tacos.channels import Net
+from tacos.cut_bounds import _cut_family
 from tacos.errors import TacosError
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
 from topologies.topology import Topology

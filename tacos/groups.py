@@ -31,17 +31,10 @@ from tacos.channels import Channel, Net, check_placement, group_channels, time_c
 from tacos.errors import TacosError
 from tacos.lowering import Phase, Transfers, lower
 from tacos.matching import Plan, spread
+from tacos.result import Progress, Synthesis, check_arguments
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
-from tacos.synthesis import (
-    Progress,
-    Synthesis,
-    _finished,
-    _scaled,
-    _transpose_plan,
-    check_arguments,
-    synthesize,
-)
+from tacos.synthesis import _finished, _scaled, _transpose_plan, synthesize
 from tacos.timing import replay, replay_single_hop
 from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel
 from topologies.topology import Topology
@@ -110,7 +103,7 @@ def synthesize_groups(
             transfers=sum(int((p.kind == 0).sum()) for p in programs),
         )
     if c.kind is CollectiveKind.ALLTOALL:
-        from tacos.alltoall import synthesize_alltoall  # it builds on tacos.synthesis too
+        from tacos.alltoall import synthesize_alltoall  # only all-to-all loads it (start-up)
 
         return synthesize_alltoall(
             c, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress

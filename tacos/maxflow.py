@@ -9,7 +9,7 @@ networkx for it, and `tests/tacos/test_maxflow.py` compares the two.
 The capacities are floats, taken exactly: each is an integer multiple of a common power of two,
 and the flow is computed in integers (Dinic's blocking flows on a dense residual matrix), so
 no rounding decides which edges are saturated. For the graphs of at most
-`tacos.bounds.EXACT_CUT_NODES` nodes it is meant for; the cost is O(nodes^2 x edges).
+`tacos.cut_bounds.EXACT_CUT_NODES` nodes it is meant for; the cost is O(nodes^2 x edges).
 """
 
 from __future__ import annotations

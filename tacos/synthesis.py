@@ -9,20 +9,22 @@ All-Gather; on a topology that is its own transpose one synthesis serves both ha
 The estimate is the cost-model time of the program (`tacos.timing.replay`): for forward kinds it
 equals the synthesized schedule's makespan by construction; for the others the replay also lets
 each send start as soon as its dependencies allow, as a simulator does.
+
+`Synthesis`, `Progress` and `check_arguments`, which every synthesizer shares, live in
+`tacos.result` and are importable from here.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
 from chakra_ir.program import Program, ProgramBuilder, Slice
+from tacos.bound_terms import allreduce_volume_bound_ns
 from tacos.channels import (
     Channel,
     Net,
@@ -35,6 +37,9 @@ from tacos.errors import TacosError
 from tacos.kinds import SUPPORTED
 from tacos.lowering import Lowered, Phase, Timer, Transfers, lower
 from tacos.matching import Plan, spread
+from tacos.result import Progress as Progress
+from tacos.result import Synthesis as Synthesis
+from tacos.result import check_arguments as check_arguments
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
 from tacos.timing import Replay, replay, replay_single_hop
@@ -42,7 +47,6 @@ from topologies.cost_model import DEFAULT_COST_MODEL, PS_PER_NS, CostModel, to_p
 from topologies.topology import Topology
 
 I64 = npt.NDArray[np.int64]
-Progress = Callable[[float], None]
 
 
 def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int:
@@ -65,43 +69,10 @@ def chunks_for(kind: CollectiveKind, num_ranks: int, chunks_per_npu: int) -> int
     return chunks_per_npu
 
 
-def check_arguments(chunk_bytes: float, seeds: int) -> None:
-    """Raise TacosError unless ``chunk_bytes`` is a positive finite number and ``seeds`` is
-    at least 1 (every synthesizer's common arguments)."""
-    if not (
-        isinstance(chunk_bytes, int | float) and math.isfinite(chunk_bytes) and chunk_bytes > 0
-    ):
-        raise TacosError(f"chunk size must be a positive number of bytes, got {chunk_bytes!r}")
-    if seeds < 1:
-        raise TacosError(f"seeds must be at least 1, got {seeds}")
-
-
 def _check_kind(kind: CollectiveKind) -> None:
     if kind not in SUPPORTED:
         served = ", ".join(sorted(k.value for k in SUPPORTED))
         raise TacosError(f"tacos does not synthesize {kind.value} (it serves {served})")
-
-
-@dataclass
-class Synthesis:
-    """A synthesized program and its schedule's facts.
-
-    ``estimated_ns``: the cost-model time of ``program`` (the replay of its schedule);
-    ``seconds``: wall time of synthesis and lowering (not verification); ``seed``: the seed of
-    the kept schedule; ``phases_ns``: the makespan of each synthesized phase as planned;
-    ``transfers``: messages in the program; ``plan_exact``: whether the program runs exactly
-    as planned (every send starts at its planned time), so ``estimated_ns`` is the planned
-    makespan; when not, ``estimated_ns`` is still the program's replayed time.
-    """
-
-    program: Program
-    estimated_ns: float
-    seconds: float
-    seed: int
-    chunk_bytes: float
-    phases_ns: dict[str, float] = field(default_factory=dict)
-    transfers: int = 0
-    plan_exact: bool = True
 
 
 def synthesize(
@@ -128,7 +99,7 @@ def synthesize(
     kind = collective.kind
     _check_kind(kind)
     if kind is CollectiveKind.ALLTOALL:
-        from tacos.alltoall import synthesize_alltoall  # it builds on this module
+        from tacos.alltoall import synthesize_alltoall  # only all-to-all loads it (start-up)
 
         return synthesize_alltoall(
             collective, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress
@@ -224,8 +195,6 @@ def synthesize(
         # and when the Reduce-Scatter finishes it, on links as they come free of it.
         # The second is skipped when the first is within 0.5% of the cheap lower bound.
         classic = rs_span + plan.makespan
-        from tacos.bounds import allreduce_volume_bound_ns  # bounds imports this module
-
         bound_ps = to_ps(allreduce_volume_bound_ns(net, npus, chunk_bytes, cf))
         early: Plan | None = None
         if classic > bound_ps * 1.005:

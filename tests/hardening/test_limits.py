@@ -134,8 +134,8 @@ def test_the_transfer_limit_can_be_raised_and_lowered() -> None:
     ],
 )
 def test_vectorized_cut_family_equals_the_set_by_set_search(spec: str) -> None:
-    from tacos.bounds import _cut_family, _cut_value, _family_cut
     from tacos.channels import Net
+    from tacos.cut_bounds import _cut_family, _cut_value, _family_cut
 
     topo = parse_topology(spec)
     net = Net.of(topo)

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from chakra_ir.collective import Collective, CollectiveKind
 from collc import pipeline
 from collc.cli import cli
-from tacos import bounds
+from tacos import bound_terms, cut_bounds
 from tacos.channels import Net, build_channels, channel_hops, mean_route_hops
 from topologies import parse_topology
 
@@ -190,7 +190,7 @@ def test_the_cut_family_is_sampled_beyond_cut_work(monkeypatch: pytest.MonkeyPat
     net = Net.of(topo)
     ranks = list(range(topo.num_npus))
     evaluated: list[int] = []
-    spaced = bounds._spaced
+    spaced = cut_bounds._spaced
 
     def counting(items: range, share: float) -> list[int]:
         out = spaced(items, share)
@@ -200,19 +200,19 @@ def test_the_cut_family_is_sampled_beyond_cut_work(monkeypatch: pytest.MonkeyPat
     def value(k_in: int, _k_out: int, bw: float, lat: float) -> float:
         return lat + k_in * 1000.0 / bw
 
-    monkeypatch.setattr(bounds, "_spaced", counting)
-    full = bounds._family_cut(net, shape, ranks, value, empty_is_infinite=True)
+    monkeypatch.setattr(cut_bounds, "_spaced", counting)
+    full = cut_bounds._family_cut(net, shape, ranks, value, empty_is_infinite=True)
     assert evaluated[0] == 399
-    monkeypatch.setattr(bounds, "CUT_WORK", 20 * len(topo.links))
+    monkeypatch.setattr(cut_bounds, "CUT_WORK", 20 * len(topo.links))
     evaluated.clear()
-    sampled = bounds._family_cut(net, shape, ranks, value, empty_is_infinite=True)
+    sampled = cut_bounds._family_cut(net, shape, ranks, value, empty_is_infinite=True)
     assert evaluated[0] <= 21
     assert 0 < sampled <= full
 
 
 def test_spaced_keeps_the_ends_and_the_middle() -> None:
-    assert bounds._spaced(range(1, 100), 1.0) == list(range(1, 100))
-    picks = bounds._spaced(range(1, 100), 0.05)
+    assert cut_bounds._spaced(range(1, 100), 1.0) == list(range(1, 100))
+    picks = cut_bounds._spaced(range(1, 100), 0.05)
     assert picks[0] == 1 and picks[-1] == 99 and 50 in picks
     assert len(picks) <= 6 and picks == sorted(set(picks))
 
@@ -231,7 +231,7 @@ def test_chunk_count_is_the_nth_arrival_over_distinct_links() -> None:
         kinds += [(rng.uniform(0, 900), rng.choice([25.0, 50.0])) for _ in range(2)]
         key = tuple(sorted(rng.choice(kinds) for _ in range(rng.randint(1, 9))))
         s, need = rng.uniform(1, 1e5), rng.randint(1, 60)
-        got = bounds._chunk_count_of.__wrapped__(key, s, need)
+        got = bound_terms._chunk_count_of.__wrapped__(key, s, need)
         assert got == pytest.approx(_nth_arrival(key, s, need), rel=1e-9, abs=1e-5)
 
 

@@ -14,7 +14,7 @@ import networkx as nx
 import pytest
 
 from chakra_ir.collective import CollectiveKind
-from tacos import bounds
+from tacos import bounds, cut_bounds
 from tacos.channels import Net
 from tacos.maxflow import sink_side
 from topologies import parse_topology
@@ -120,7 +120,7 @@ def test_cut_bounds_take_networkx_cuts(
 ) -> None:
     topology = parse_topology(spec)
     assert topology.num_nodes <= bounds.EXACT_CUT_NODES
-    ours = bounds._min_cut_side
+    ours = cut_bounds._min_cut_side
     calls = 0
 
     def both(net: Net, ranks: list[int], t: int, lam: float) -> set[int]:
@@ -137,10 +137,10 @@ def test_cut_bounds_take_networkx_cuts(
 
     kinds = (CollectiveKind.ALLGATHER, CollectiveKind.REDUCE_SCATTER)
     args: dict[str, Any] = {"placement": placement, "chunks_per_npu": 2}
-    monkeypatch.setattr(bounds, "_min_cut_side", both)
+    monkeypatch.setattr(cut_bounds, "_min_cut_side", both)
     got = [bounds.lower_bounds(k, topology, 3 << 20, **args) for k in kinds]
     assert calls > 0
-    monkeypatch.setattr(bounds, "_min_cut_side", _networkx_cut_side)
+    monkeypatch.setattr(cut_bounds, "_min_cut_side", _networkx_cut_side)
     want = [bounds.lower_bounds(k, topology, 3 << 20, **args) for k in kinds]
     assert got == want
     assert all(b.exact_cut for b in got)
