@@ -4,7 +4,10 @@ workload ETs (a `workloads.model.Workload`).
 
 ``generate("gpt3-13b", npus=1024, dp=32, tp=8, pp=4)`` builds the nodes every NPU runs; the
 result passes `workloads.model.check_workload` and `workloads.chakra_io.write_workload` writes
-it.
+it. This module checks the configuration and specialises each stage's nodes for every NPU; the
+models and NPUs are in `workloads.transformer_specs` (re-exported here), the per-NPU costs,
+memory and schedule in `workloads.transformer_plan`, a stage's node list in
+`workloads.transformer_stage`. This docstring states the rules for all four.
 
 **Models** (`MODELS`). The GPT-3 family as published in Brown et al., "Language Models are
 Few-Shot Learners" (NeurIPS 2020), Table 2.1: layers / d_model / heads, context 2048, with
@@ -102,510 +105,46 @@ below the roofline.
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, replace
-
-from workloads.model import CollKind, NodeKind, WNode, Workload, WorkloadError
-
-GiB = 1 << 30
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A transformer: ``layers`` blocks of width ``hidden`` with ``heads`` attention heads and
-    an MLP of ``ffn`` (0: ``4*hidden``), over ``seq`` tokens. ``vocab``: the vocabulary of a
-    language model (embedding tied with the output layer, logits for every token) or, with
-    ``patch`` > 0, the classes of a vision transformer's head (logits for the class token;
-    ``patch`` is the input features of one patch, 16*16*3 = 768 for ViT/16).
-    ``bytes_per_element``: 2 for bf16/fp16 weights, gradients and activations."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    seq: int
-    vocab: int
-    ffn: int = 0
-    bytes_per_element: int = 2
-    patch: int = 0
-
-    def __post_init__(self) -> None:
-        if self.ffn == 0:
-            object.__setattr__(self, "ffn", 4 * self.hidden)
-        for f in ("layers", "hidden", "heads", "seq", "vocab", "ffn", "bytes_per_element"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise WorkloadError(
-                    f"model {self.name!r}: {f} must be a positive integer, not {v!r}"
-                )
-        if self.patch < 0:
-            raise WorkloadError(f"model {self.name!r}: patch must not be negative")
-
-    @property
-    def is_vision(self) -> bool:
-        return self.patch > 0
-
-    @property
-    def layer_params(self) -> int:
-        """Parameters of one transformer block: QKV and projection with biases (4h^2 + 4h),
-        MLP with biases (2h*ffn + ffn + h), two layer norms (4h)."""
-        h = self.hidden
-        return 4 * h * h + 2 * h * self.ffn + self.ffn + 9 * h
-
-    @property
-    def embedding_params(self) -> int:
-        """The input side: token embedding and positions, or ViT's patch projection, class
-        token and positions."""
-        h = self.hidden
-        if self.is_vision:
-            return self.patch * h + h + h + self.seq * h
-        return self.vocab * h + self.seq * h
-
-    @property
-    def head_params(self) -> int:
-        """The output side without the tied embedding: final layer norm, and ViT's head."""
-        h = self.hidden
-        return 2 * h + (h * self.vocab + self.vocab if self.is_vision else 0)
-
-    @property
-    def params(self) -> int:
-        """Every parameter of the model (the tied embedding counted once)."""
-        return self.layers * self.layer_params + self.embedding_params + self.head_params
-
-
-def _gpt(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
-    return ModelSpec(name, layers, hidden, heads, seq=2048, vocab=50257)
-
-
-def _vit(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
-    return ModelSpec(name, layers, hidden, heads, seq=197, vocab=1000, patch=16 * 16 * 3)
-
-
-MODELS: dict[str, ModelSpec] = {
-    m.name: m
-    for m in (
-        # Brown et al. 2020, Table 2.1 (n_layers, d_model, n_heads; n_ctx 2048).
-        _gpt("gpt3-125m", 12, 768, 12),
-        _gpt("gpt3-350m", 24, 1024, 16),
-        _gpt("gpt3-760m", 24, 1536, 16),
-        _gpt("gpt3-1.3b", 24, 2048, 24),
-        _gpt("gpt3-2.7b", 32, 2560, 32),
-        _gpt("gpt3-6.7b", 32, 4096, 32),
-        _gpt("gpt3-13b", 40, 5140, 40),
-        _gpt("gpt3-175b", 96, 12288, 96),
-        # Dosovitskiy et al. 2021, Table 1 (layers, hidden, heads; MLP 4*hidden), /16 patches.
-        _vit("vit-base", 12, 768, 12),
-        _vit("vit-large", 24, 1024, 16),
-        _vit("vit-huge", 32, 1280, 16),
-    )
-}
-"""The preset models by name."""
-
-
-@dataclass(frozen=True)
-class NpuSpec:
-    """An accelerator for the roofline and the memory check: ``peak_flops`` (FLOP/s),
-    ``mem_bw`` (bytes/s of its memory), ``memory`` (bytes)."""
-
-    name: str
-    peak_flops: float
-    mem_bw: float
-    memory: int
-
-    def __post_init__(self) -> None:
-        if not (self.peak_flops > 0 and self.mem_bw > 0 and self.memory > 0):
-            raise WorkloadError(
-                f"NPU {self.name!r}: peak_flops, mem_bw and memory must be positive"
-            )
-
-
-DEFAULT_NPU = NpuSpec("A100-SXM4-80GB", peak_flops=312e12, mem_bw=2.039e12, memory=80 * GiB)
-"""NVIDIA A100 SXM4 80GB (A100 datasheet): 312 TFLOP/s dense bf16 tensor-core peak, 2,039 GB/s
-HBM2e, 80 GiB."""
-
-
-def model_spec(model: str | ModelSpec) -> ModelSpec:
-    """``model`` itself or the preset of that name; WorkloadError listing the presets."""
-    if isinstance(model, ModelSpec):
-        return model
-    spec = MODELS.get(model)
-    if spec is None:
-        raise WorkloadError(f"unknown model {model!r}; known models: {', '.join(MODELS)}")
-    return spec
-
-
-# FLOPs of one forward pass over `b` sequences of `s` tokens, whole model width (tp = 1).
-
-
-def attention_flops(spec: ModelSpec, b: int, s: int) -> int:
-    """QKV and output projections (8bsh^2) and attention scores and values (4bs^2h)."""
-    h = spec.hidden
-    return 8 * b * s * h * h + 4 * b * s * s * h
-
-
-def mlp_flops(spec: ModelSpec, b: int, s: int) -> int:
-    """The two MLP matrices: 4bsh*ffn."""
-    return 4 * b * s * spec.hidden * spec.ffn
-
-
-def embedding_flops(spec: ModelSpec, b: int, s: int) -> int:
-    """A token model's lookup and position add (bsh); ViT's patch projection (2bs*patch*h)."""
-    if spec.is_vision:
-        return 2 * b * s * spec.patch * spec.hidden
-    return b * s * spec.hidden
-
-
-def head_flops(spec: ModelSpec, b: int, s: int) -> int:
-    """Logits: 2bsh*vocab for every token; ViT's head 2bh*classes for the class token."""
-    if spec.is_vision:
-        return 2 * b * spec.hidden * spec.vocab
-    return 2 * b * s * spec.hidden * spec.vocab
-
-
-def forward_flops(spec: ModelSpec, *, batch: int = 1, seq: int | None = None) -> int:
-    """One forward pass of the whole model (embedding, layers, head)."""
-    s = spec.seq if seq is None else seq
-    return (
-        spec.layers * (attention_flops(spec, batch, s) + mlp_flops(spec, batch, s))
-        + embedding_flops(spec, batch, s)
-        + head_flops(spec, batch, s)
-    )
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@dataclass(frozen=True)
-class _Cost:
-    """One COMP node's work per NPU: FLOPs and bytes moved."""
-
-    flops: int
-    nbytes: int
-
-    def times(self, k: int) -> _Cost:
-        return _Cost(self.flops * k, self.nbytes * k)
-
-
-def _micros(c: _Cost, hw: NpuSpec) -> int:
-    t = max(c.flops / hw.peak_flops, c.nbytes / hw.mem_bw) * 1e6
-    return max(1, math.ceil(t - 1e-9))
-
-
-# Template roles: how a stage's node is specialised for each NPU.
-_SHARED, _TP, _DP, _SEND_NEXT, _SEND_PREV, _RECV_PREV, _RECV_NEXT = range(7)
-
-
-class _StageBuilder:
-    """The node list of one NPU of a stage, with placeholder groups and peers."""
-
-    def __init__(self, hw: NpuSpec) -> None:
-        self.hw = hw
-        self.nodes: list[WNode] = []
-        self.roles: list[int] = []
-        self.last_comp: int | None = None
-        self.last_coll: dict[int, int] = {}
-
-    def _add(self, node: WNode, role: int) -> int:
-        self.nodes.append(node)
-        self.roles.append(role)
-        return node.id
-
-    def comp(self, name: str, cost: _Cost, deps: tuple[int, ...]) -> int:
-        deps = tuple(dict.fromkeys(deps))
-        prev = self.last_comp
-        ctrl = (prev,) if prev is not None and prev not in deps else ()
-        nid = len(self.nodes)
-        self.last_comp = nid
-        return self._add(
-            WNode(
-                id=nid,
-                name=name,
-                kind=NodeKind.COMP,
-                data_deps=deps,
-                ctrl_deps=ctrl,
-                duration_micros=_micros(cost, self.hw),
-                num_ops=cost.flops,
-                tensor_size=cost.nbytes,
-            ),
-            _SHARED,
-        )
-
-    def coll(self, role: int, name: str, kind: CollKind, size: int, deps: tuple[int, ...]) -> int:
-        prev = self.last_coll.get(role)
-        ctrl = (prev,) if prev is not None and prev not in deps else ()
-        nid = len(self.nodes)
-        self.last_coll[role] = nid
-        return self._add(
-            WNode(
-                id=nid,
-                name=name,
-                kind=NodeKind.COLL,
-                data_deps=deps,
-                ctrl_deps=ctrl,
-                comm_type=int(kind),
-                comm_size=size,
-                pg_name="",
-            ),
-            role,
-        )
-
-    def p2p(self, role: int, name: str, size: int, tag: int, deps: tuple[int, ...]) -> int:
-        kind = NodeKind.SEND if role in (_SEND_NEXT, _SEND_PREV) else NodeKind.RECV
-        nid = len(self.nodes)
-        return self._add(
-            WNode(id=nid, name=name, kind=kind, data_deps=deps, comm_size=size, comm_tag=tag),
-            role,
-        )
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Everything the stage templates need, per NPU of a stage."""
-
-    spec: ModelSpec
-    dp: int
-    tp: int
-    pp: int
-    sp: bool
-    zero: int
-    m: int
-    b: int
-    s: int
-    optimizer: bool
-
-    @property
-    def layers_per_stage(self) -> int:
-        return self.spec.layers // self.pp
-
-    @property
-    def e(self) -> int:
-        return self.spec.bytes_per_element
-
-    @property
-    def tp_sp(self) -> bool:
-        return self.sp and self.tp > 1
-
-    def act_bytes(self) -> int:
-        """One microbatch's activations between layers, whole (b*s*h*e)."""
-        return self.b * self.s * self.spec.hidden * self.e
-
-    def p2p_bytes(self) -> int:
-        full = self.act_bytes()
-        return _cdiv(full, self.tp) if self.tp_sp else full
-
-    # Per-NPU parameters (tensor-parallel share; biases of row-parallel layers and layer
-    # norms are replicated, as in Megatron-LM).
-    def layer_params(self) -> int:
-        sp, h, t = self.spec, self.spec.hidden, self.tp
-        return _cdiv(4 * h * h + 2 * h * sp.ffn + 3 * h + sp.ffn, t) + 6 * h
-
-    def embedding_params(self) -> int:
-        sp, h = self.spec, self.spec.hidden
-        if sp.is_vision:
-            return sp.embedding_params
-        return _cdiv(sp.vocab * h, self.tp) + sp.seq * h
-
-    def head_params(self) -> int:
-        """The last stage's output side: final layer norm, the tied embedding's copy when
-        it lives on another stage, ViT's head."""
-        sp, h = self.spec, self.spec.hidden
-        if sp.is_vision:
-            return sp.head_params
-        return 2 * h + (_cdiv(sp.vocab * h, self.tp) if self.pp > 1 else 0)
-
-    def stage_params(self, p: int) -> int:
-        n = self.layers_per_stage * self.layer_params()
-        if p == 0:
-            n += self.embedding_params()
-        if p == self.pp - 1:
-            n += self.head_params()
-        return n
-
-    # Forward costs per NPU and microbatch.
-    def attention_cost(self) -> _Cost:
-        sp, b, s, h, t = self.spec, self.b, self.s, self.spec.hidden, self.tp
-        nbytes = self.e * (
-            _cdiv(4 * h * h, t) + 2 * b * s * h + _cdiv(8 * b * s * h + 4 * sp.heads * b * s * s, t)
-        )
-        return _Cost(_cdiv(attention_flops(sp, b, s), t), nbytes)
-
-    def mlp_cost(self) -> _Cost:
-        sp, b, s, h, t = self.spec, self.b, self.s, self.spec.hidden, self.tp
-        nbytes = self.e * (_cdiv(2 * h * sp.ffn, t) + 2 * b * s * h + _cdiv(4 * b * s * sp.ffn, t))
-        return _Cost(_cdiv(mlp_flops(sp, b, s), t), nbytes)
-
-    def embedding_cost(self) -> _Cost:
-        sp, b, s, h = self.spec, self.b, self.s, self.spec.hidden
-        if sp.is_vision:
-            nbytes = self.e * (sp.patch * h + b * s * sp.patch + b * s * h)
-        else:
-            nbytes = self.e * (3 * b * s * h)
-        return _Cost(embedding_flops(sp, b, s), nbytes)
-
-    def head_cost(self) -> _Cost:
-        sp, b, s, h, t = self.spec, self.b, self.s, self.spec.hidden, self.tp
-        if sp.is_vision:
-            nbytes = self.e * (h * sp.vocab + b * h + b * sp.vocab)
-            return _Cost(head_flops(sp, b, s), nbytes)
-        nbytes = self.e * (_cdiv(sp.vocab * h, t) + b * s * h + _cdiv(b * s * sp.vocab, t))
-        return _Cost(_cdiv(head_flops(sp, b, s), t), nbytes)
-
-    def optimizer_cost(self, p: int) -> _Cost:
-        n = self.stage_params(p)
-        if self.zero >= 1:
-            n = _cdiv(n, self.dp)
-        return _Cost(12 * n, 28 * n)
-
-    # Memory per NPU of stage p, bytes.
-    def layer_activation_bytes(self) -> int:
-        sp, b, s, h, t = self.spec, self.b, self.s, self.spec.hidden, self.tp
-        attn = 5 * sp.heads * s / (h * t)
-        per = 34 / t + attn if self.tp_sp else 10 + 24 / t + attn
-        return math.ceil(s * b * h * per * self.e / 2)
-
-    def memory(self, p: int) -> dict[str, int]:
-        n = self.stage_params(p)
-        weights = n * self.e
-        grads = n * self.e
-        if self.zero >= 2:
-            grads = _cdiv(grads, self.dp)
-        opt = 12 * n
-        if self.zero >= 1:
-            opt = _cdiv(opt, self.dp)
-        inflight = min(self.pp - p, self.m)
-        act = inflight * self.layers_per_stage * self.layer_activation_bytes()
-        if p == self.pp - 1:
-            tokens = self.b if self.spec.is_vision else self.b * self.s
-            act += _cdiv(4 * tokens * self.spec.vocab, 1 if self.spec.is_vision else self.tp)
-        return {
-            "stage": p,
-            "weights": weights,
-            "gradients": grads,
-            "optimizer": opt,
-            "activations": act,
-            "microbatches_in_flight": inflight,
-            "total": weights + grads + opt + act,
-        }
-
-    def schedule(self, p: int) -> list[tuple[bool, int]]:
-        """1F1B: (forward?, microbatch) in execution order on stage p."""
-        warm = min(self.pp - p - 1, self.m)
-        out = [(True, i) for i in range(warm)]
-        for i in range(self.m - warm):
-            out += [(True, warm + i), (False, i)]
-        out += [(False, i) for i in range(self.m - warm, self.m)]
-        return out
-
-
-def _stage_template(plan: _Plan, p: int, hw: NpuSpec) -> _StageBuilder:
-    """Stage p's node list, the same on every NPU of the stage but for groups and peers."""
-    st = _StageBuilder(hw)
-    first, last = p == 0, p == plan.pp - 1
-    lo = p * plan.layers_per_stage
-    layers = range(lo, lo + plan.layers_per_stage)
-    tp, dp, m = plan.tp, plan.dp, plan.m
-    full = plan.act_bytes()
-    share = _cdiv(full, tp)
-    attn, mlp = plan.attention_cost(), plan.mlp_cost()
-    attn_b, mlp_b = attn.times(2), mlp.times(2)
-    emb, head = plan.embedding_cost(), plan.head_cost()
-    p2p = plan.p2p_bytes()
-    reduce_kind = CollKind.REDUCE_SCATTER if plan.tp_sp else CollKind.ALL_REDUCE
-    reduce_tag = "tp_reducescatter" if plan.tp_sp else "tp_allreduce"
-    saved: dict[int, int] = {}  # microbatch -> its last forward compute
-    buckets: list[tuple[str, int, int]] = []  # (name, bytes, reduction node)
-    dp_kind = CollKind.REDUCE_SCATTER if plan.zero >= 1 else CollKind.ALL_REDUCE
-    dp_tag = "dp_reducescatter" if plan.zero >= 1 else "dp_allreduce"
-
-    def tp_reduce(name: str, x: int) -> int:
-        if tp == 1:
-            return x
-        return st.coll(_TP, f"{name}.{reduce_tag}", reduce_kind, full, (x,))
-
-    def tp_gather(name: str, x: int) -> int:
-        if not plan.tp_sp:
-            return x
-        return st.coll(_TP, f"{name}.tp_allgather", CollKind.ALL_GATHER, share, (x,))
-
-    def bucket(name: str, params: int, deps: tuple[int, ...]) -> None:
-        if dp == 1:
-            return
-        nbytes = params * plan.e
-        nid = st.coll(_DP, f"{name}.{dp_tag}", dp_kind, nbytes, deps)
-        buckets.append((name, nbytes, nid))
-
-    def forward(i: int) -> None:
-        mb = f"mb{i}"
-        if first:
-            x = st.comp(f"{mb}.embed.fwd", emb, ())
-        else:
-            x = st.p2p(_RECV_PREV, f"{mb}.recv_act", p2p, 2 * i, ())
-        for layer in layers:
-            at = f"{mb}.L{layer}"
-            x = tp_gather(f"{at}.attn.fwd", x)
-            a = st.comp(f"{at}.attn.fwd", attn, (x,))
-            x = tp_reduce(f"{at}.attn.fwd", a)
-            x = tp_gather(f"{at}.mlp.fwd", x)
-            c = st.comp(f"{at}.mlp.fwd", mlp, (x,))
-            x = tp_reduce(f"{at}.mlp.fwd", c)
-        if last:
-            x = st.comp(f"{mb}.head.fwd", head, (x,))
-        else:
-            st.p2p(_SEND_NEXT, f"{mb}.send_act", p2p, 2 * i, (x,))
-        assert st.last_comp is not None
-        saved[i] = st.last_comp
-
-    def backward(i: int) -> None:
-        mb = f"mb{i}"
-        final = i == m - 1
-        if last:
-            x = st.comp(f"{mb}.head.bwd", head.times(2), (saved[i],))
-            if final:
-                bucket("head", plan.head_params(), (x,))
-        else:
-            x = st.p2p(_RECV_NEXT, f"{mb}.recv_grad", p2p, 2 * i + 1, ())
-        bottom: tuple[int, ...] = ()
-        for layer in reversed(layers):
-            at = f"{mb}.L{layer}"
-            x = tp_gather(f"{at}.mlp.bwd", x)
-            c = st.comp(f"{at}.mlp.bwd", mlp_b, (x, saved[i]) if layer == layers[-1] else (x,))
-            x = tp_reduce(f"{at}.mlp.bwd", c)
-            x = tp_gather(f"{at}.attn.bwd", x)
-            a = st.comp(f"{at}.attn.bwd", attn_b, (x,))
-            x = tp_reduce(f"{at}.attn.bwd", a)
-            if final:
-                if layer == lo:
-                    bottom = (c, a)  # after the stage's output has gone on
-                else:
-                    bucket(f"L{layer}", plan.layer_params(), (c, a))
-        if first:
-            e = st.comp(f"{mb}.embed.bwd", emb.times(2), (x,))
-        else:
-            st.p2p(_SEND_PREV, f"{mb}.send_grad", p2p, 2 * i + 1, (x,))
-        if final:
-            bucket(f"L{lo}", plan.layer_params(), bottom)
-            if first:
-                bucket("embed", plan.embedding_params(), (e,))
-
-    for is_fwd, i in plan.schedule(p):
-        if is_fwd:
-            forward(i)
-        else:
-            backward(i)
-    if plan.optimizer:
-        deps = tuple(nid for _, _, nid in buckets)  # none without data parallelism
-        opt = st.comp("optimizer.step", plan.optimizer_cost(p), deps)
-        if plan.zero >= 1:
-            for name, nbytes, _ in buckets:
-                st.coll(
-                    _DP,
-                    f"{name}.dp_allgather",
-                    CollKind.ALL_GATHER,
-                    _cdiv(nbytes, dp),
-                    (opt,),
-                )
-    return st
+from dataclasses import asdict, replace
+
+from workloads.model import NodeKind, WNode, Workload, WorkloadError
+from workloads.transformer_plan import Plan
+from workloads.transformer_specs import (
+    DEFAULT_NPU,
+    MODELS,
+    GiB,
+    ModelSpec,
+    NpuSpec,
+    attention_flops,
+    embedding_flops,
+    forward_flops,
+    head_flops,
+    mlp_flops,
+    model_spec,
+)
+from workloads.transformer_stage import (
+    ROLE_DP,
+    ROLE_RECV_PREV,
+    ROLE_SEND_NEXT,
+    ROLE_SEND_PREV,
+    ROLE_TP,
+    stage_template,
+)
+
+__all__ = [
+    "DEFAULT_NPU",
+    "MODELS",
+    "GiB",
+    "ModelSpec",
+    "NpuSpec",
+    "attention_flops",
+    "embedding_flops",
+    "forward_flops",
+    "generate",
+    "head_flops",
+    "mlp_flops",
+    "model_spec",
+]
 
 
 def _node(n: WNode, *, pg_name: str = "", src: int | None = None, dst: int | None = None) -> WNode:
@@ -682,7 +221,7 @@ def generate(
         raise WorkloadError(
             f"zero must be 0, 1 or 2, not {zero!r} (ZeRO-3 parameter sharding is not modelled)"
         )
-    plan = _Plan(spec, dp, tp, pp, sp, zero, m, microbatch_size, spec.seq, optimizer)
+    plan = Plan(spec, dp, tp, pp, sp, zero, m, microbatch_size, spec.seq, optimizer)
 
     memory = [plan.memory(p) for p in range(pp)]
     worst = max(memory, key=lambda x: x["total"])
@@ -719,11 +258,11 @@ def generate(
     ranks: list[list[WNode]] = [[] for _ in range(npus)]
     stages: list[dict[str, object]] = []
     for p in range(pp):
-        st = _stage_template(plan, p, hw)
+        st = stage_template(plan, p, hw)
         tmpl, roles = st.nodes, st.roles
-        tp_pos = [k for k, r in enumerate(roles) if r == _TP]
-        dp_pos = [k for k, r in enumerate(roles) if r == _DP]
-        p2p_pos = [k for k, r in enumerate(roles) if r >= _SEND_NEXT]
+        tp_pos = [k for k, r in enumerate(roles) if r == ROLE_TP]
+        dp_pos = [k for k, r in enumerate(roles) if r == ROLE_DP]
+        p2p_pos = [k for k, r in enumerate(roles) if r >= ROLE_SEND_NEXT]
         dp_nodes = [
             [_node(tmpl[k], pg_name=dp_names[p * tp + t]) for k in dp_pos] if dp > 1 else []
             for t in range(tp)
@@ -741,11 +280,11 @@ def generate(
                     nodes[k] = nd
                 for k in p2p_pos:
                     r = roles[k]
-                    if r == _SEND_NEXT:
+                    if r == ROLE_SEND_NEXT:
                         nodes[k] = _node(tmpl[k], src=npu, dst=npu + stride)
-                    elif r == _SEND_PREV:
+                    elif r == ROLE_SEND_PREV:
                         nodes[k] = _node(tmpl[k], src=npu, dst=npu - stride)
-                    elif r == _RECV_PREV:
+                    elif r == ROLE_RECV_PREV:
                         nodes[k] = _node(tmpl[k], src=npu - stride, dst=npu)
                     else:
                         nodes[k] = _node(tmpl[k], src=npu + stride, dst=npu)

@@ -1,7 +1,9 @@
 """The mesh/torus replayer: a packet-level discrete-event simulation of a hardware program.
 
 Independent of `backends.sim`; every rule below is stated in docs/hardware.md ("Replay").
-Time is in integer cycles of the header's clock.
+Time is in integer cycles of the header's clock. This module holds the event loop; the
+program's tables come from `backends.replay.grid_program`, the deadlock and the result it
+reports are assembled in `backends.replay.grid_report`.
 
 - **Packets.** A message of ``B`` bytes is cut into ``ceil(B / packet_bytes)`` packets, the
   last one short. A packet of ``b`` bytes keeps link ``e`` busy for ``s = ceil(b / W_e)``
@@ -38,28 +40,14 @@ Time is in integer cycles of the header's clock.
 from __future__ import annotations
 
 import heapq
-import math
 from collections import deque
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from backends.hwprog.export import HwProgram
 from backends.hwprog.read import read_hwprog
-from backends.replay.framework import (
-    BufferUse,
-    LinkReport,
-    ReplayOptions,
-    ReplayResult,
-)
-from chakra_ir.collective import Buffer, collective_from_dict
-from chakra_ir.verify import SymbolicMemory, VerifyError
-
-_BUF = {"input": int(Buffer.INPUT), "output": int(Buffer.OUTPUT), "scratch": int(Buffer.SCRATCH)}
-_SCRATCH = int(Buffer.SCRATCH)
-_SEND, _RECV, _COPY, _REDUCE = 0, 1, 2, 3
-_OPS = {"send": _SEND, "recv": _RECV, "copy": _COPY, "reduce": _REDUCE}
+from backends.replay.grid_program import COPY, RECV, REDUCE, SEND, GridProgram, ceil_div
+from backends.replay.grid_report import deadlock_report, replay_result
+from backends.replay.types import ReplayOptions, ReplayResult
 
 # Event kinds, in the order they are handled at one cycle (the low bits of an event key).
 _DELIVER, _DEPART, _READY, _ARB = 0, 1, 2, 3
@@ -75,14 +63,7 @@ def replay_grid(folder: Path, options: ReplayOptions) -> ReplayResult:
     return GridReplay(hw, str(folder), options).run()
 
 
-def _ceil_div(b: int, w: float) -> int:
-    if float(w).is_integer():
-        wi = int(w)
-        return -(-b // wi)
-    return max(1, math.ceil(b / w))
-
-
-class GridReplay:
+class GridReplay(GridProgram):
     """One replay of a mesh/torus hardware program (see the module's docstring)."""
 
     def __init__(
@@ -90,167 +71,10 @@ class GridReplay:
     ) -> None:
         """``trains=False`` arbitrates every packet through the event queue, also on links
         that serve one message at a time (the tests compare both)."""
-        h = hw.header
         self.trains = trains
-        self.hw = hw
         self.folder = folder
         self.options = options
-        self.V = V = int(h["num_vcs"])
-        self.R = int(h["router_pipeline_cycles"])
-        self.depth = int(h["buffer_depth_packets"])
-        self.P = int(h["packet_bytes"])
-        self.clock = float(h["clock_ghz"])
-        links = h["links"]
-        self.NL = NL = len(links)
-        self.lid = {(lk["src"], lk["port"]): i for i, lk in enumerate(links)}
-        self.lsrc = [int(lk["src"]) for lk in links]
-        self.lport = [int(lk["port"]) for lk in links]
-        self.ldst = [int(lk["dst"]) for lk in links]
-        self.lat = [int(lk["latency_cycles"]) for lk in links]
-        self.width = [float(lk["width_bytes_per_cycle"]) for lk in links]
-        self.ser_full = [_ceil_div(self.P, w) for w in self.width]
-        # The input port a link arrives on: the port of the reverse link, else the opposite.
-        self.in_port: list[int] = []
-        for i, lk in enumerate(links):
-            p = int(lk["port"])
-            opposite = p + 1 if p % 2 == 1 else p - 1
-            src, dst = int(lk["src"]), int(lk["dst"])
-            rev = self.lid.get((dst, opposite))
-            if rev is None or self.ldst[rev] != src:
-                same = self.lid.get((dst, p))
-                if same is not None and self.ldst[same] == src and same != i:
-                    opposite = p  # a ring of two: one link each way, both "+"
-            self.in_port.append(opposite)
-
-        # Commands, numbered globally NPU after NPU, in stream order.
-        n_npus = int(h["num_npus"])
-        self.npu_base = [0] * (n_npus + 1)
-        op: list[int] = []
-        waits_left: list[int] = []
-        children: list[list[int]] = []
-        flow_of: list[int] = []
-        cmd_npu: list[int] = []
-        cmd_slots: list[tuple[int, int, int, int, int, int]] = []
-        cmd_id: list[int] = []
-        n_flows = int(h["counts"]["messages"])
-        self.n_flows = n_flows
-        f_links: list[list[int]] = [[] for _ in range(n_flows)]
-        f_vcs: list[list[int]] = [[] for _ in range(n_flows)]
-        f_bytes = [0] * n_flows
-        f_send = [-1] * n_flows
-        f_recv = [-1] * n_flows
-        g = 0
-        for n, doc in enumerate(hw.npus):
-            self.npu_base[n] = g
-            pos: dict[int, int] = {}
-            for c in doc["commands"]:
-                pos[c["id"]] = g
-                o = _OPS[c["op"]]
-                op.append(o)
-                ws = c["waits"]
-                waits_left.append(len(ws))
-                children.append([])
-                for w in ws:
-                    children[pos[w]].append(g)
-                cmd_npu.append(n)
-                cmd_id.append(int(c["id"]))
-                if o == _SEND:
-                    f = c["flow"]
-                    flow_of.append(f)
-                    f_send[f] = g
-                    f_bytes[f] = c["bytes"]
-                    cur = n
-                    ls: list[int] = []
-                    for pt in c["ports"]:
-                        li = self.lid[(cur, pt)]
-                        ls.append(li)
-                        cur = self.ldst[li]
-                    f_links[f] = ls
-                    f_vcs[f] = list(c["vcs"])
-                    s = c["src"]
-                    cmd_slots.append((_BUF[s[0]], s[1], s[2], -1, -1, -1))
-                elif o == _RECV:
-                    f = c["flow"]
-                    flow_of.append(f)
-                    f_recv[f] = g
-                    d = c["dst"]
-                    cmd_slots.append((-1, -1, -1, _BUF[d[0]], d[1], int(bool(c["reduce"]))))
-                else:
-                    flow_of.append(-1)
-                    s, d = c["src"], c["dst"]
-                    cmd_slots.append((_BUF[s[0]], s[1], s[2], _BUF[d[0]], d[1], 0))
-                g += 1
-        self.npu_base[n_npus] = g
-        self.n_cmds = g
-        self.op = op
-        self.waits_left = waits_left
-        self.children = children
-        self.flow_of = flow_of
-        self.cmd_npu = cmd_npu
-        self.cmd_slots = cmd_slots
-        self.cmd_id = cmd_id
-        self.f_links = f_links
-        self.f_vcs = f_vcs
-        self.f_bytes = f_bytes
-        self.f_send = f_send
-        self.f_recv = f_recv
-        P = self.P
-        self.f_npk = [-(-b // P) for b in f_bytes]
-        self.f_last = [b - (k - 1) * P for b, k in zip(f_bytes, self.f_npk, strict=True)]
-        self.on_arrival = h["completion"] == "on-arrival"
-
-        # Symbolic contents.
-        self.collective = collective_from_dict(h["collective"])
-        placement = h["placement"]
-        sizes = np.zeros((len(placement), 3), dtype=np.int64)
-        self.rank_of_npu = [-1] * n_npus
-        # Scratch slots no command touches hold nothing: the memory holds those up to the
-        # last one used, however large the declared scratch.
-        scratch_end = [0] * n_npus
-        chunk = int(h["chunk_bytes"])
-        for g, (sb, si, sc, db, di, _red) in enumerate(cmd_slots):
-            n = cmd_npu[g]
-            if sb == _SCRATCH and si + sc > scratch_end[n]:
-                scratch_end[n] = si + sc
-            if db == _SCRATCH:
-                count = sc if sc >= 0 else f_bytes[flow_of[g]] // chunk
-                if di + count > scratch_end[n]:
-                    scratch_end[n] = di + count
-        for r, npu in enumerate(placement):
-            b = hw.npus[npu]["buffers"]
-            sizes[r] = (b["input"], b["output"], min(b["scratch"], scratch_end[npu]))
-            self.rank_of_npu[npu] = r
-        self.memory: SymbolicMemory | None = SymbolicMemory(self.collective, sizes)
-        self.symbolic_error = ""
-        self.payload: list[Any] = [None] * n_flows
-        self.NI = NL + NL * V
-
-    # -- symbolic contents -----------------------------------------------------------------------
-    def _sym_fail(self, g: int, e: VerifyError) -> None:
-        n = self.cmd_npu[g]
-        self.symbolic_error = f"npu {n} command {self.cmd_id[g]}: {e.message}"
-        self.memory = None
-
-    def _sym_read(self, g: int) -> Any:
-        mem = self.memory
-        if mem is None:
-            return None
-        sb, si, cnt, _db, _di, _red = self.cmd_slots[g]
-        try:
-            return mem.read(self.rank_of_npu[self.cmd_npu[g]], sb, si, cnt)
-        except VerifyError as e:
-            self._sym_fail(g, e)
-            return None
-
-    def _sym_write(self, g: int, payload: Any, reduce: bool) -> None:
-        mem = self.memory
-        if mem is None or payload is None:
-            return
-        _sb, _si, _cnt, db, di, _red = self.cmd_slots[g]
-        try:
-            mem.write(self.rank_of_npu[self.cmd_npu[g]], db, di, payload, reduce)
-        except VerifyError as e:
-            self._sym_fail(g, e)
+        super().__init__(hw)
 
     # -- the event loop ----------------------------------------------------------------------------
     def run(self) -> ReplayResult:
@@ -325,16 +149,16 @@ class GridReplay:
                     if waits_left[c] == 0:
                         start[c] = t
                         k = op[c]
-                        if k == _SEND:
+                        if k == SEND:
                             ready_sends.append(c)
-                        elif k == _RECV:
+                        elif k == RECV:
                             if data_in[c]:
                                 f = flow_of[c]
                                 self._sym_write(c, self.payload[f], bool(self.cmd_slots[c][5]))
                                 self.payload[f] = None
                                 stack.append(c)
                         else:
-                            self._sym_write(c, self._sym_read(c), k == _REDUCE)
+                            self._sym_write(c, self._sym_read(c), k == REDUCE)
                             stack.append(c)
 
         # Commands without waits start at cycle 0, in stream order.
@@ -342,10 +166,10 @@ class GridReplay:
             if waits_left[g] == 0:
                 start[g] = 0
                 k = op[g]
-                if k == _SEND:
+                if k == SEND:
                     ready_sends.append(g)
-                elif k in (_COPY, _REDUCE):
-                    self._sym_write(g, self._sym_read(g), k == _REDUCE)
+                elif k in (COPY, REDUCE):
+                    self._sym_write(g, self._sym_read(g), k == REDUCE)
                     complete(g, 0)
 
         def inject(t: int) -> None:
@@ -408,7 +232,7 @@ class GridReplay:
                         cr -= 1
                         if depth - cr > mo:
                             mo = depth - cr
-                        sz = sf if k < npk - 1 else _ceil_div(f_last[f], width[o])
+                        sz = sf if k < npk - 1 else ceil_div(f_last[f], width[o])
                         end = t + sz
                         busy += sz
                         t_del = end + lo + R
@@ -497,7 +321,7 @@ class GridReplay:
                 npk = f_npk[f]
                 if k == npk - 1:
                     b = f_last[f]
-                    s = _ceil_div(b, width[o])
+                    s = ceil_div(b, width[o])
                 else:
                     b = self.P
                     s = ser_full[o]
@@ -559,7 +383,7 @@ class GridReplay:
                         push(heap, (t_del << _TSHIFT) | (_DELIVER << _ABITS) | f)
                 else:
                     o2 = route[hop + 1]
-                    s2 = ser_full[o2] if k < npk - 1 else _ceil_div(b, width[o2])
+                    s2 = ser_full[o2] if k < npk - 1 else ceil_div(b, width[o2])
                     ready = head + R
                     if s > s2:
                         ready += s - s2
@@ -595,8 +419,12 @@ class GridReplay:
         deadlock = None
         if done < n_cmds:
             cycles = max(now, cycles)
-            deadlock = self._deadlock(bufq, credits, pend, done, now)
-        return self._result(
+            deadlock = deadlock_report(self, finish, bufq, credits, pend, done, now)
+        return replay_result(
+            self,
+            self.folder,
+            start,
+            finish,
             cycles,
             done,
             packets,
@@ -607,154 +435,3 @@ class GridReplay:
             deadlock,
             link_spans,
         )
-
-    # -- reports --------------------------------------------------------------------------------
-    def buffer_name(self, ch: int) -> tuple[int, int, int]:
-        """(router, input port, vc) of the VC buffer at the far end of channel ``ch``."""
-        lnk, vc = divmod(ch, self.V)
-        return self.ldst[lnk], self.in_port[lnk], vc
-
-    def _deadlock(
-        self,
-        bufq: list[deque[tuple[int, int, int, int]]],
-        credits: list[int],
-        pend: list[list[int]],
-        done: int,
-        now: int,
-    ) -> dict[str, Any]:
-        V = self.V
-        waits_for: dict[int, int] = {}
-        in_network = 0
-        for ch, q in enumerate(bufq):
-            in_network += len(q)
-            if not q:
-                continue
-            _r, f, _k, hop = q[0]
-            nxt = self.f_links[f][hop] * V + self.f_vcs[f][hop]
-            if credits[nxt] + len(pend[nxt]) == 0:
-                waits_for[ch] = nxt
-        cycle: list[int] = []
-        seen: set[int] = set()
-        for s in sorted(waits_for):
-            if s in seen:
-                continue
-            path: dict[int, int] = {}
-            x = s
-            while x in waits_for and x not in path and x not in seen:
-                path[x] = len(path)
-                x = waits_for[x]
-            seen.update(path)
-            if x in path:
-                order = sorted(path, key=path.__getitem__)
-                cycle = order[path[x] :]
-                break
-
-        def name(ch: int) -> dict[str, int]:
-            r, p, v = self.buffer_name(ch)
-            return {"router": r, "port": p, "vc": v, "from": self.lsrc[ch // V]}
-
-        named = [name(c) for c in cycle]
-        text = " -> ".join(f"({d['router']}, {d['port']}, {d['vc']})" for d in named)
-        left = self.n_cmds - done
-        if named:
-            text += f" -> back to ({named[0]['router']}, {named[0]['port']}, {named[0]['vc']})"
-        stuck = [
-            f"npu {self.cmd_npu[g]} command {self.cmd_id[g]}"
-            for g in range(self.n_cmds)
-            if self.finish[g] < 0
-        ][:5]
-        return {
-            "stalled_at_cycle": now,
-            "commands_left": left,
-            "packets_in_network": in_network,
-            "waiting_buffers": len(waits_for),
-            "cycle": named,
-            "description": (
-                f"deadlock at cycle {now}: {left} commands never complete, {in_network} "
-                f"packets stuck in the network; "
-                + (
-                    f"buffers (router, port, vc) waiting in a cycle: {text}"
-                    if named
-                    else "no cycle of waiting buffers (the commands wait for each other)"
-                )
-            ),
-            "first_stuck": stuck,
-        }
-
-    def _result(
-        self,
-        cycles: int,
-        done: int,
-        packets: int,
-        packet_hops: int,
-        busy_total: list[int],
-        link_packets: list[int],
-        max_occ: list[int],
-        deadlock: dict[str, Any] | None,
-        link_spans: list[list[tuple[int, int, int]]] | None,
-    ) -> ReplayResult:
-        h = self.hw.header
-        links = [
-            LinkReport(self.lsrc[i], self.lport[i], self.ldst[i], busy_total[i], link_packets[i])
-            for i in range(self.NL)
-        ]
-        buffers = []
-        for ch, m in enumerate(max_occ):
-            r, p, v = self.buffer_name(ch)
-            buffers.append(BufferUse(r, p, v, self.lsrc[ch // self.V], m))
-        if deadlock is not None:
-            post, msg = "not reached", "the program did not complete"
-            if self.symbolic_error:
-                post, msg = "fails", self.symbolic_error
-        elif self.memory is None:
-            post, msg = "fails", self.symbolic_error
-        else:
-            try:
-                self.memory.check_postcondition()
-                post, msg = "holds", ""
-            except VerifyError as e:
-                post, msg = "fails", e.message
-        params = {
-            k: h[k]
-            for k in (
-                "packet_bytes",
-                "buffer_depth_packets",
-                "router_pipeline_cycles",
-                "num_vcs",
-                "link_width_bytes_per_cycle",
-                "clock_ghz",
-            )
-        }
-        coll = h["collective"]
-        res = ReplayResult(
-            target=h["target"],
-            folder=self.folder,
-            topology=h["topology"],
-            algorithm=h["algorithm"],
-            collective=str(coll.get("kind", "")),
-            completion=h["completion"],
-            clock_ghz=self.clock,
-            cycles=cycles,
-            commands=self.n_cmds,
-            commands_done=done,
-            messages=self.n_flows,
-            packets=packets,
-            packet_hops=packet_hops,
-            links=links,
-            buffers=buffers,
-            postcondition=post,
-            postcondition_message=msg,
-            deadlock=deadlock,
-            parameters=params,
-        )
-        if link_spans is not None:
-            res.timeline = {
-                "links": link_spans,
-                "start": self.start,
-                "finish": self.finish,
-                "op": self.op,
-                "npu": self.cmd_npu,
-                "id": self.cmd_id,
-                "flow": self.flow_of,
-            }
-        return res

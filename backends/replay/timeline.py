@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from backends.replay.errors import ReplayError
-from backends.replay.framework import ReplayResult
+from backends.replay.types import ReplayResult
 from backends.sim.timeline import meta_event, write_trace
 
 LINKS_PID = 1

@@ -33,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from backends.sim.engine import EngineRun, deadlock, roots, route_link_table
+from backends.sim.engine_run import EngineRun, deadlock, roots
 from backends.sim.errors import SimError
+from backends.sim.routes import route_link_table
 from backends.sim.tasks import Detail, TaskGraph, TaskKind
 from topologies.topology import Topology
 

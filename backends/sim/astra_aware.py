@@ -45,7 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from backends.sim.analytical import astra_comp_ns, is_astra_stack
-from backends.sim.engine import EngineRun, run_congestion
+from backends.sim.engine import run_congestion
+from backends.sim.engine_run import EngineRun
 from backends.sim.errors import SimError
 from backends.sim.tasks import TaskGraph, TaskKind
 from topologies.cost_model import PS_PER_NS, Completion, CostModel, LinkLike

@@ -42,280 +42,34 @@ a heap of distinct times, each with its events in the order they were queued, so
 sharing a time cost one heap operation in all. Everything else (completions, issues)
 propagates through dependencies without events, because no finish time is ever before the
 current time.
+
+This module holds that loop (`run_congestion`). What it reads around it lives beside it: the
+links of each message's route in `backends.sim.routes`, per-link costs and ASTRA-sim's link
+queues in `backends.sim.links`, and `EngineRun` with the helpers the analytical engine shares
+in `backends.sim.engine_run` (the names other modules import from here are re-exported).
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from array import array
-from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
+from backends.sim.engine_run import EngineRun as EngineRun
+from backends.sim.engine_run import LinkRecords as LinkRecords
+from backends.sim.engine_run import deadlock as deadlock
+from backends.sim.engine_run import float_array, int_array
+from backends.sim.engine_run import roots as roots
 from backends.sim.errors import SimError
+from backends.sim.links import AstraLinks, Costs, HopCosts
+from backends.sim.routes import message_routes as message_routes
+from backends.sim.routes import route_link_table as route_link_table
 from backends.sim.tasks import TaskGraph, TaskKind
 from topologies.cost_model import PS_PER_NS, CostModel, to_ps
-from topologies.errors import TopologyError
-from topologies.topology import Link, Topology
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
+from topologies.topology import Topology
 
 _SEND, _RECV = int(TaskKind.SEND), int(TaskKind.RECV)
-
-
-@dataclass
-class LinkRecords:
-    """One entry per link occupancy: ``link`` busy from ``start_ns`` for ``dur_ns`` carrying
-    (a packet of) the message of send task ``task``."""
-
-    link: I64
-    start_ns: F64
-    dur_ns: F64
-    task: I64
-
-
-@dataclass
-class EngineRun:
-    """What an engine measured. Times in ns; ``issue_ns``/``finish_ns`` per task."""
-
-    issue_ns: F64
-    finish_ns: F64
-    link_busy_ns: F64
-    messages: int
-    hops: int
-    events: int
-    notes: list[str] = field(default_factory=list)
-    records: LinkRecords | None = None
-
-
-def pick_link(links: tuple[Link, ...]) -> Link:
-    """Among parallel links, the one `Topology.route_links` would take: the highest
-    bandwidth, then the lowest latency, then the lowest index."""
-    return min(links, key=lambda lk: (-lk.bandwidth_bytes_per_ns, lk.latency_ns, lk.index))
-
-
-def best_links(topology: Topology) -> dict[tuple[int, int], int]:
-    """``(u, v) -> index`` of the link `pick_link` takes between each linked pair."""
-    best: dict[tuple[int, int], Link] = {}
-    for lk in topology.links:
-        key = (lk.src, lk.dst)
-        cur = best.get(key)
-        if cur is None or pick_link((cur, lk)) is lk:
-            best[key] = lk
-    return {k: lk.index for k, lk in best.items()}
-
-
-def route_link_table(topology: Topology, pairs: list[tuple[int, int]]) -> list[tuple[int, ...]]:
-    """Link indices along ``topology.route(a, b)`` for each pair (parallel links resolved as
-    `Topology.route_links` does). Raises SimError when a pair has no route."""
-    best = best_links(topology)
-    out = []
-    for a, b in pairs:
-        try:
-            path = topology.route(a, b)
-        except TopologyError as e:
-            raise SimError(f"no route from NPU {a} to NPU {b}: {e.message}") from None
-        out.append(tuple(best[uv] for uv in itertools.pairwise(path)))
-    return out
-
-
-def message_routes(graph: TaskGraph, topology: Topology) -> list[tuple[int, ...]]:
-    """Per task, the link indices its message crosses (empty for other tasks).
-
-    A route hint is followed as given (between parallel links, the one `route_links` would
-    pick); otherwise ``topology.route`` between the two ranks' NPUs. Raises SimError when
-    a hint crosses a missing link or when there is no route.
-    """
-    n = graph.num_tasks
-    sends = np.flatnonzero(graph.kind == TaskKind.SEND)
-    if sends.size == 0:
-        return [()] * n
-    # Every distinct route once in `table`; per task, its index there (the last: no route).
-    table: list[tuple[int, ...]] = []
-    idx = np.full(n, -1, dtype=np.int64)
-    npus = np.asarray(graph.npus, dtype=np.int64)
-    src = npus[graph.task_rank()[sends]]
-    dst = npus[graph.peer[sends]]
-    hinted = np.diff(graph.route_offsets)[sends] > 0
-    plain = sends[~hinted]
-    nn = topology.num_nodes
-    if plain.size:
-        code = src[~hinted] * nn + dst[~hinted]
-        pairs, inverse = np.unique(code, return_inverse=True)
-        table = route_link_table(topology, [divmod(c, nn) for c in pairs.tolist()])
-        idx[plain] = inverse.reshape(-1)
-    hs = sends[hinted]
-    if hs.size:
-        best = best_links(topology)
-        starts = graph.route_offsets[hs]
-        lens = graph.route_offsets[hs + 1] - starts
-        bad: tuple[int, int, int] | None = None  # (task, u, v): the first task, its first gap
-        for length in np.unique(lens).tolist():
-            sel = lens == length
-            ts = hs[sel]
-            paths = graph.route_nodes[starts[sel][:, None] + np.arange(length)]
-            if nn**length < 1 << 62 and paths.min() >= 0 and paths.max() < nn:
-                key = paths @ (nn ** np.arange(length - 1, -1, -1, dtype=np.int64))
-                _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-            else:
-                _, first, inv = np.unique(paths, axis=0, return_index=True, return_inverse=True)
-            inv = inv.reshape(-1)
-            base = len(table)
-            for j, path in enumerate(paths[first].tolist()):
-                chosen = []
-                for u, v in itertools.pairwise(path):
-                    li = best.get((u, v))
-                    if li is None:
-                        t = int(ts[np.flatnonzero(inv == j)[0]])
-                        if bad is None or t < bad[0]:
-                            bad = (t, u, v)
-                        break
-                    chosen.append(li)
-                table.append(tuple(chosen))
-            idx[ts] = base + inv
-        if bad is not None:
-            t, u, v = bad
-            raise SimError(
-                f"{graph.describe(t)}: its route hint crosses {u}>{v}, a link the "
-                f"topology does not have"
-            )
-    tab = np.empty(len(table) + 1, dtype=object)
-    for i, links in enumerate(table):
-        tab[i] = links
-    tab[-1] = ()
-    out: list[tuple[int, ...]] = tab[idx].tolist()
-    return out
-
-
-Costs = list[int] | dict[int, int]
-"""Per link index, a time in ps: a full row over all links, or only the links of one route."""
-
-
-class HopCosts:
-    """Per message size, the serialization and arrival times of every link in whole ps, from
-    the cost model: ``ser[l], arr[l] = cost.hop_ps(link, bytes, into_switch)``.
-
-    Rows over all links are cached for the first `MAX_ROWS` sizes; beyond that, each message
-    gets the entries of its own route only (cached per size and route).
-    """
-
-    MAX_ROWS = 64
-
-    def __init__(self, topology: Topology, cost: CostModel) -> None:
-        self.links = topology.links
-        self.cost = cost
-        self.into_switch = [topology.is_switch(lk.dst) for lk in self.links]
-        self.full: dict[int, tuple[Costs, Costs]] = {}
-        self.partial: dict[tuple[int, tuple[int, ...]], tuple[Costs, Costs]] = {}
-
-    def rows(self, nbytes: int, route: tuple[int, ...]) -> tuple[Costs, Costs]:
-        """``(ser, arr)`` indexable by the link indices of ``route`` (at least)."""
-        v = self.full.get(nbytes)
-        if v is not None:
-            return v
-        cost, links, sw = self.cost, self.links, self.into_switch
-        if len(self.full) < self.MAX_ROWS:
-            both = [cost.hop_ps(lk, nbytes, x) for lk, x in zip(links, sw, strict=True)]
-            v = ([b[0] for b in both], [b[1] for b in both])
-            self.full[nbytes] = v
-            return v
-        key = (nbytes, route)
-        v = self.partial.get(key)
-        if v is None:
-            part = {li: cost.hop_ps(links[li], nbytes, sw[li]) for li in route}
-            v = ({li: b[0] for li, b in part.items()}, {li: b[1] for li, b in part.items()})
-            self.partial[key] = v
-        return v
-
-
-def roots(graph: TaskGraph) -> list[int]:
-    """Tasks without dependencies, in task order."""
-    return np.flatnonzero(np.diff(graph.dep_offsets) == 0).tolist()
-
-
-def int_array(a: npt.ArrayLike) -> array[int]:
-    """A flat array of int64 (compact, unlike a list of ints)."""
-    return array("q", np.ascontiguousarray(a, dtype=np.int64).tobytes())
-
-
-def float_array(a: npt.ArrayLike) -> array[float]:
-    """A flat array of float64 (compact, unlike a list of floats)."""
-    return array("d", np.ascontiguousarray(a, dtype=np.float64).tobytes())
-
-
-def deadlock(
-    graph: TaskGraph, finish: Sequence[float], remaining: Sequence[int], waiting: Sequence[int]
-) -> SimError:
-    """The error for a run that stopped with tasks unfinished, naming the first one."""
-    left = [t for t, f in enumerate(finish) if f < 0]
-    for t in left:
-        if waiting[t]:
-            return SimError(
-                f"deadlock: {graph.describe(t)} waits for a message that is never sent "
-                f"({len(left)} tasks never finished)"
-            )
-    t = left[0]
-    why = "waits on tasks that never finish" if remaining[t] > 0 else "never finished"
-    return SimError(f"deadlock: {graph.describe(t)} {why} ({len(left)} tasks never finished)")
-
-
-class _AstraLinks:
-    """ASTRA-sim's links (``task_order=False``): a free link takes a message at once
-    (``Link::schedule_chunk_transmission``: it queues the message's arrival at the far end,
-    then its own free event, code ``-(li + 1)``); a message finding it busy waits in its
-    pending list until that free event starts it."""
-
-    def __init__(
-        self,
-        nlinks: int,
-        busy: list[float],
-        buckets: dict[float, list[int]],
-        times: list[float],
-        recs: tuple[list[int], list[float], list[float], list[int]] | None,
-    ) -> None:
-        self.taken = bytearray(nlinks)
-        self.pending: list[deque[tuple[int, tuple[Costs, Costs]]]] = [
-            deque() for _ in range(nlinks)
-        ]
-        self.busy, self.buckets, self.times, self.recs = busy, buckets, times, recs
-
-    def request(self, li: int, code: int, mr: tuple[Costs, Costs], now: float) -> None:
-        """Message event ``code`` (costs ``mr``) asks for link ``li`` at ``now``."""
-        if self.taken[li]:
-            self.pending[li].append((code, mr))
-        else:
-            self._start(li, code, mr, now)
-
-    def freed(self, li: int, now: float) -> None:
-        """Link ``li``'s free event: its next pending message starts, or it is free."""
-        if self.pending[li]:
-            code, mr = self.pending[li].popleft()
-            self._start(li, code, mr, now)
-        else:
-            self.taken[li] = 0
-
-    def _start(self, li: int, code: int, mr: tuple[Costs, Costs], now: float) -> None:
-        self.taken[li] = 1
-        c = mr[0][li]
-        self.busy[li] += c
-        if self.recs is not None:
-            links, starts, durations, tasks = self.recs
-            links.append(li)
-            starts.append(now)
-            durations.append(c)
-            tasks.append(code >> 2)
-        for at, ev in ((now + mr[1][li], code), (now + c, -li - 1)):
-            bk = self.buckets.get(at)
-            if bk is None:
-                self.buckets[at] = [ev]
-                heapq.heappush(self.times, at)
-            else:
-                bk.append(ev)
 
 
 def run_congestion(
@@ -422,7 +176,7 @@ def run_congestion(
     buckets: dict[float, list[int]] = {}
     push = heapq.heappush
     pop = heapq.heappop
-    alinks = _AstraLinks(
+    alinks = AstraLinks(
         nlinks, busy, buckets, times, (rec_link, rec_start, rec_dur, rec_task) if keep else None
     )
     events = 0

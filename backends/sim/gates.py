@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.sim.engine import message_routes, run_congestion
+from backends.sim.engine import run_congestion
+from backends.sim.routes import message_routes
 from backends.sim.tasks import TaskKind, tasks_from_program
 from chakra_ir.program import COLUMNS, Program
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel

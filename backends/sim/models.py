@@ -19,7 +19,8 @@ import numpy as np
 
 from backends.sim.analytical import run_analytical
 from backends.sim.astra_aware import run_astra_aware
-from backends.sim.engine import EngineRun, run_congestion
+from backends.sim.engine import run_congestion
+from backends.sim.engine_run import EngineRun
 from backends.sim.errors import SimError
 from backends.sim.results import SimResult, Timeline
 from backends.sim.tasks import TaskGraph, TaskKind, tasks_from_program

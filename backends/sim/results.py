@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from backends.sim.engine import LinkRecords
+from backends.sim.engine_run import LinkRecords
 from chakra_ir.collective import CollectiveKind
 
 F64 = npt.NDArray[np.float64]
