@@ -10,7 +10,7 @@ from mscclang_frontend.errors import CompileError, Source
 from mscclang_frontend.interpreter import Interpreter
 from mscclang_frontend.limits import Limits
 from mscclang_frontend.lowering import CompiledProgram, lower
-from mscclang_frontend.msccl_api import ProgramState
+from mscclang_frontend.msccl_program import ProgramState
 from mscclang_frontend.parse import parse_program
 from topologies.errors import SourcePos
 

@@ -1,4 +1,5 @@
-"""Bounds on running a program: collc runs MSCCLang programs, so it must stop runaway ones.
+"""Bounds on running a program (`Limits`) and on what it builds through the MSCCLang API
+(`ApiLimits`): collc runs MSCCLang programs, so it must stop runaway ones.
 
 A program that exceeds a bound gets a `CompileError` naming the line it was on, never a hang
 or an exhausted machine.
@@ -8,7 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mscclang_frontend.msccl_api import ApiLimits
+
+@dataclass(frozen=True)
+class ApiLimits:
+    """Bounds on what a program may build (it is run, so it must not exhaust the machine)."""
+
+    max_ranks: int = 1 << 16
+    max_buffer_slots: int = 1 << 22
+    max_instances: int = 1 << 10
+    max_ops: int = 200_000
+    """Operations of the lowered program (a copy between ranks is two, times the instances).
+    The default stops a loop that keeps recording within seconds; --max-ops raises it."""
 
 
 @dataclass(frozen=True)

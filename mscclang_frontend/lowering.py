@@ -36,15 +36,8 @@ from chakra_ir.collective import (
 from chakra_ir.program import NO_HINTS, Hints, Program, ProgramBuilder, Slice
 from chakra_ir.verify import VerifyError, verify
 from mscclang_frontend.errors import CompileError, Source
-from mscclang_frontend.msccl_api import (
-    COPY,
-    BufferName,
-    Chunk,
-    ProgramState,
-    RecordedOp,
-    ThreadblockPolicy,
-    slot_contents,
-)
+from mscclang_frontend.msccl_program import COPY, ProgramState, RecordedOp
+from mscclang_frontend.msccl_types import BufferName, Chunk, ThreadblockPolicy, slot_contents
 from mscclang_frontend.xml.collective import run_symbolically
 from topologies.errors import CollcError, SourcePos
 

@@ -1,21 +1,107 @@
-"""MSCCLang's topology helpers (``msccl.topologies`` and its submodules), as collc runs them.
+"""MSCCLang's topologies (``msccl.topologies`` and its submodules), as collc runs them.
 
 A program uses a topology only for its number of nodes and to check that every copy or reduce
-follows a link, so each helper builds a `Topology` from the same link table msccl-tools
-defines: ``links[dst][src]`` is the bandwidth from ``src`` to ``dst`` (0: no link). The
-machine tables (``dgx1``, ``dgx_a100``, ``amd4``, ``amd8``) are facts about that hardware;
-``distributed_*`` copy a local topology ``num_copies`` times and join every pair of nodes of
-different copies with ``remote_bw``; ``reverse_topology`` transposes the table and
-``binarize_topology`` keeps only connectivity. Switches only constrain bandwidth in
-msccl-tools' synthesizer, which collc does not run, so they are accepted and ignored.
+follows a link, so `Topology` holds just that, and each helper (``Topology(name, links)``, the
+generic ``fully_connected``, ``ring``, ``line``, ``star``, ``hub_and_spoke``) builds one from
+the same link table msccl-tools defines: ``links[dst][src]`` is the bandwidth from ``src`` to
+``dst`` (0: no link). The machine tables (``dgx1``, ``dgx_a100``, ``amd4``, ``amd8``) are
+facts about that hardware; ``distributed_*`` copy a local topology ``num_copies`` times and
+join every pair of nodes of different copies with ``remote_bw``; ``reverse_topology``
+transposes the table and ``binarize_topology`` keeps only connectivity. Switches only
+constrain bandwidth in msccl-tools' synthesizer, which collc does not run, so they are
+accepted and ignored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from mscclang_frontend.msccl_api import ApiLimits, Topology, as_int
+from mscclang_frontend.limits import ApiLimits
+from mscclang_frontend.msccl_types import as_int
 from mscclang_frontend.values import ApiError, Builtin, Unavailable, type_name
+
+
+class Topology:
+    """MSCCLang's topology: only the number of nodes and the existence of links matter.
+
+    ``link(src, dst)`` is the bandwidth of the link from ``src`` to ``dst`` (0: none);
+    MSCCLang stores it as ``links[dst][src]``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        num_nodes: int,
+        link_fn: Callable[[int, int], float],
+    ) -> None:
+        self.name = name
+        self._n = num_nodes
+        self._link = link_fn
+
+    def num_nodes(self) -> int:
+        return self._n
+
+    def link(self, src: int, dst: int) -> float:
+        src = as_int(src, "src", 0)
+        dst = as_int(dst, "dst", 1)
+        if not (0 <= src < self._n and 0 <= dst < self._n):
+            raise ApiError(f"link({src}, {dst}): the topology has nodes 0..{self._n - 1}")
+        return self._link(src, dst)
+
+    @property
+    def links(self) -> list[list[float]]:
+        if self._n > 4096:
+            raise ApiError(f"links of a {self._n}-node topology are too many to list")
+        return [[self._link(s, d) for s in range(self._n)] for d in range(self._n)]
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}, {self._n} nodes)"
+
+
+def _topology_size(n: object, limits: ApiLimits) -> int:
+    size = as_int(n, "the number of nodes", 0, minimum=1)
+    if size > limits.max_ranks:
+        raise ApiError(f"topologies are limited to {limits.max_ranks} nodes, got {size}", 0)
+    return size
+
+
+def _user_topology(name: object, links: object, switches: object = None) -> Topology:
+    if not isinstance(name, str):
+        raise ApiError(f"the topology name must be a string, got {type_name(name)}", 0)
+    if not isinstance(links, list | tuple) or not links:
+        raise ApiError("links must be a non-empty list of lists (links[dst][src])", 1)
+    n = len(links)
+    table: list[list[float]] = []
+    for d, row in enumerate(links):
+        if not isinstance(row, list | tuple) or len(row) != n:
+            raise ApiError(f"links[{d}] must be a list of {n} bandwidths", 1)
+        vals: list[float] = []
+        for x in row:
+            if isinstance(x, bool) or not isinstance(x, int | float):
+                raise ApiError(f"links[{d}] holds {type_name(x)} {x!r}, expected a number", 1)
+            vals.append(x)
+        table.append(vals)
+    return Topology(name, n, lambda s, d: table[d][s])
+
+
+def _generic(kind: str, limits: ApiLimits) -> Callable[..., Topology]:
+    """``msccl.topologies.generic``'s ``kind`` (``fully_connected``, ``ring``, ``line``,
+    ``star`` or ``hub_and_spoke``), with links of bandwidth 1."""
+
+    def make(num_nodes: object, non_blocking: object = True) -> Topology:
+        n = _topology_size(num_nodes, limits)
+        if kind in ("fully_connected", "hub_and_spoke"):
+            return Topology(kind, n, lambda s, d: 1.0 if s != d else 0.0)
+        if kind == "ring":
+            return Topology(
+                kind, n, lambda s, d: 1.0 if s != d and (s - d) % n in (1, n - 1) else 0.0
+            )
+        if kind == "line":
+            return Topology(kind, n, lambda s, d: 1.0 if abs(s - d) == 1 else 0.0)
+        return Topology(kind, n, lambda s, d: 1.0 if s != d and (s == 0 or d == 0) else 0.0)
+
+    return make
+
 
 # The tables msccl-tools ships, links[dst][src].
 _DGX1 = (
@@ -95,11 +181,16 @@ def _binarize(topology: object) -> Topology:
     )
 
 
-def topology_modules(
-    generic: dict[str, Builtin], limits: ApiLimits
-) -> dict[str, dict[str, object]]:
-    """The names of each ``msccl.topologies`` submodule; ``generic`` holds ``Topology``,
+def topology_modules(limits: ApiLimits) -> dict[str, dict[str, object]]:
+    """The names of each ``msccl.topologies`` submodule; ``msccl.topologies.generic`` holds
     ``fully_connected``, ``ring``, ``line``, ``star``, ``hub_and_spoke``."""
+    generic = {
+        "Topology": Builtin("Topology", _user_topology),
+        **{
+            k: Builtin(k, _generic(k, limits))
+            for k in ("fully_connected", "ring", "line", "star", "hub_and_spoke")
+        },
+    }
     nvidia: dict[str, object] = {
         "dgx1": Builtin("dgx1", _fixed("dgx1", _DGX1)),
         "dgx_a100": Builtin("dgx_a100", _dgx_a100),
