@@ -8,6 +8,7 @@ from __future__ import annotations
 from chakra_ir.collective import merge
 from mscclang_frontend.msccl_program import COPY, REDUCE, ProgramState
 from mscclang_frontend.msccl_types import (
+    HINT_MAX,
     BufferName,
     Chunk,
     ReduceChunk,
@@ -97,9 +98,9 @@ class Ref:
         prog.require_active("copy()")
         d = prog.check_rank(dst, "dst")
         idx = as_int(index, "index", "index", minimum=-1)
-        stb = as_int(sendtb, "sendtb", "sendtb", minimum=-1)
-        rtb = as_int(recvtb, "recvtb", "recvtb", minimum=-1)
-        c = as_int(ch, "ch", "ch", minimum=-1)
+        stb = as_int(sendtb, "sendtb", "sendtb", minimum=-1, maximum=HINT_MAX)
+        rtb = as_int(recvtb, "recvtb", "recvtb", minimum=-1, maximum=HINT_MAX)
+        c = as_int(ch, "ch", "ch", minimum=-1, maximum=HINT_MAX)
         size = self.size
         if buffer is None:
             key = self.buffer
@@ -145,9 +146,9 @@ class Ref:
             raise ApiError(f"reduce() needs a chunk reference, got {type_name(other)}{hint}", 0)
         if other.prog is not prog:
             raise ApiError("reduce() of a chunk of another program", 0)
-        stb = as_int(sendtb, "sendtb", "sendtb", minimum=-1)
-        rtb = as_int(recvtb, "recvtb", "recvtb", minimum=-1)
-        c = as_int(ch, "ch", "ch", minimum=-1)
+        stb = as_int(sendtb, "sendtb", "sendtb", minimum=-1, maximum=HINT_MAX)
+        rtb = as_int(recvtb, "recvtb", "recvtb", minimum=-1, maximum=HINT_MAX)
+        c = as_int(ch, "ch", "ch", minimum=-1, maximum=HINT_MAX)
         size = self.size
         if other.size != size:
             raise ApiError(f"reduce() of {other.size} chunks into a reference of {size} chunks", 0)

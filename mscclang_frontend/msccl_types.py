@@ -90,11 +90,23 @@ def describe_slot(v: Slot) -> str:
 
 
 # ------------------------------------------------------------------------------ helpers
-def as_int(v: object, what: str, arg: int | str | None = None, minimum: int | None = None) -> int:
+HINT_MAX = 2**31 - 1
+"""The largest threadblock or channel hint: MSCCL-IR XML and the IR keep them as 32-bit ints."""
+
+
+def as_int(
+    v: object,
+    what: str,
+    arg: int | str | None = None,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise ApiError(f"{what} must be an int, got {type_name(v)} {v!r}", arg)
     if minimum is not None and v < minimum:
         raise ApiError(f"{what} must be at least {minimum}, got {v}", arg)
+    if maximum is not None and v > maximum:
+        raise ApiError(f"{what} must be at most {maximum}, got {v}", arg)
     return v
 
 

@@ -195,6 +195,12 @@ API: list[tuple[str, str, str]] = [
     ("chunk(0, Buffer.input, 0, 0)", "the chunk size must be at least 1, got 0", "0)"),
     ("c.copy(1, Buffer.input, 0, sendtb=-2)", "sendtb must be at least -1, got -2", "-2)"),
     (
+        "c.copy(1, Buffer.input, 0, sendtb=10**20)",
+        "sendtb must be at most 2147483647, got 100000000000000000000",
+        "10**20",
+    ),
+    ("c.reduce(chunk(1, Buffer.input, 0), ch=2**31)", "ch must be at most 2147483647", "2**31"),
+    (
         "c.copy(1, Buffer.input, 0, bogus=1)",
         "copy(): got an unexpected keyword argument 'bogus'",
         "c.copy",
