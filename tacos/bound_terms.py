@@ -53,6 +53,20 @@ class Bounds:
         return name, self.items[name]
 
 
+def rooted_bounds(items: dict[str, float], toward: bool, chunked: bool) -> Bounds:
+    """The bounds of a rooted collective: toward the root (reduce, gather) or away from it
+    (broadcast, scatter); the chunk bound only where the buffer is chunked."""
+    desc = {
+        "ingress": "the root receives everything" if toward else "every rank receives the buffer",
+        "egress": "every rank sends its share" if toward else "the root sends the buffer",
+        "chunk": DESCRIPTIONS["chunk"],
+        "latency": DESCRIPTIONS["latency"],
+    }
+    if not chunked:
+        del items["chunk"]
+    return Bounds(items, desc)
+
+
 def allreduce_volume_bound_ns(
     net: Net, npus: Sequence[int], chunk_bytes: float, chunks: int
 ) -> float:

@@ -63,6 +63,7 @@ from tacos.bound_terms import (
     _fluid,
     _latency,
     _ready_in_links,
+    rooted_bounds,
 )
 from tacos.bound_terms import DESCRIPTIONS as DESCRIPTIONS
 from tacos.bound_terms import LATENCY_MIN_SAMPLE as LATENCY_MIN_SAMPLE
@@ -344,15 +345,7 @@ def _rooted(
         chunk = max(_chunk_count(inn[v], s, c) for v in others)
         latency = _latency(net, [root], others, s_lat, cost)
     items = {"ingress": ingress, "egress": egress, "chunk": chunk, "latency": latency}
-    desc = {
-        "ingress": "the root receives everything" if toward else "every rank receives the buffer",
-        "egress": "every rank sends its share" if toward else "the root sends the buffer",
-        "chunk": DESCRIPTIONS["chunk"],
-        "latency": DESCRIPTIONS["latency"],
-    }
-    if not chunked:
-        del items["chunk"]
-    return Bounds(items, desc)
+    return rooted_bounds(items, toward, chunked)
 
 
 def _alltoall(

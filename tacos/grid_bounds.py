@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 
 from chakra_ir.collective import CollectiveKind
-from tacos.bound_terms import _TOTAL_IN, DESCRIPTIONS, Bounds, _chunk_count, _fluid
+from tacos.bound_terms import _TOTAL_IN, DESCRIPTIONS, Bounds, _chunk_count, _fluid, rooted_bounds
 from tacos.channels import LinkCost
 from tacos.errors import TacosError
 from tacos.kinds import SUPPORTED
@@ -129,15 +129,7 @@ def regular_lower_bounds(
             "chunk": _chunk_count(corner, s, cc),
             "latency": latency,
         }
-    desc = {
-        "ingress": "the root receives everything" if toward else "every rank receives the buffer",
-        "egress": "every rank sends its share" if toward else "the root sends the buffer",
-        "chunk": DESCRIPTIONS["chunk"],
-        "latency": DESCRIPTIONS["latency"],
-    }
-    if not chunked:
-        del items["chunk"]
-    return Bounds(items, desc)
+    return rooted_bounds(items, toward, chunked)
 
 
 _CutValue = Callable[[int, int, float, float], float]
