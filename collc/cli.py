@@ -21,6 +21,7 @@ from collc.commands.demo import demo
 from collc.commands.export import export
 from collc.commands.import_xml import import_cmd
 from collc.commands.inspect import inspect
+from collc.commands.libra import libra
 from collc.commands.replay import replay
 from collc.commands.simulate import simulate
 from collc.commands.synthesize import synthesize
@@ -47,6 +48,7 @@ cli.add_command(export)
 cli.add_command(replay)
 cli.add_command(demo)
 cli.add_command(workload)
+cli.add_command(libra)
 
 
 def main() -> None:

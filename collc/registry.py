@@ -80,3 +80,9 @@ EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus")
 
 MANIFEST = "manifest.json"
 """`chakra_ir.outdir.MANIFEST`."""
+
+LIBRA_OBJECTIVES: dict[str, str] = {
+    "perf": "PerfOpt: least iteration time",
+    "perf-per-cost": "PerfPerCostOpt: least iteration time x network cost",
+}
+"""`explore.problem.OBJECTIVES`."""

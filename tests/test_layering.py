@@ -19,6 +19,7 @@ ORDER = [
     "baselines",
     "backends",
     "workloads",
+    "explore",
     "collc",
 ]
 ROOT = Path(__file__).resolve().parent.parent

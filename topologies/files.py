@@ -160,6 +160,10 @@ class _Document:
             raise self.error(key, exc.message) from None
 
 
+YamlDocument = _Document
+"""A YAML (or JSON) file read with the position of every entry, for other readers of
+configuration files (`explore.cost`, `explore.libra_inputs`)."""
+
 def _describe(key: Key) -> str:
     out = ""
     for part in key:

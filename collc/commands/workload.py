@@ -206,10 +206,9 @@ def simulate_cmd(
     """Simulate a training iteration: the workload ETs at LOCATION (a folder or a prefix)."""
     import time
 
-    from collc import pipeline
     from topologies import parse_topology
     from workloads.chakra_io import read_workload
-    from workloads.engine import Roofline, run_workload
+    from workloads.engine import Roofline
     from workloads.model import check_workload
     from workloads.report import summary, write_timeline
 
@@ -243,35 +242,25 @@ def simulate_cmd(
         if config.roofline
         else None
     )
-    sim = None
-    programs = 0
-    if model == "analytical":
-        from workloads.analytical import native_timers
-        from workloads.symmetry import run_by_classes
+    from collc.workload_run import run_on_topology
 
-        phase("running by ASTRA-sim's workload rules")
-        coll, p2p, _ = native_timers(topo, config)
-        quick = None
-        if not full:
-            quick = run_by_classes(w, coll, p2p, roofline=roof, remote_mem=mem, classes=classes)
-        shortcut = f"{max(classes) + 1} classes of identical NPUs" if quick else "none"
-        run = quick or run_workload(w, coll, p2p, roofline=roof, remote_mem=mem)
-    else:
-        from workloads.expand import run_contended
-
-        cost = pipeline.cost_model_for(completion)
-        make = pipeline.program_for(
-            topo,
-            algos,
-            cost=cost,
-            chunks_per_npu=chunks_per_npu,
-            seed=seed,
-            max_transfers=max_transfers,
-        )
-        done = run_contended(
-            w, topo, make, model=model, cost=cost, roofline=roof, remote_mem=mem, phase=phase
-        )
-        run, sim, programs = done.run, done.sim, done.programs
+    done = run_on_topology(
+        w,
+        topo,
+        model,
+        config=config,
+        algos=algos,
+        classes=classes,
+        completion=completion,
+        chunks_per_npu=chunks_per_npu,
+        seed=seed,
+        max_transfers=max_transfers,
+        roofline=roof,
+        remote_mem=mem,
+        full=full,
+        phase=phase,
+    )
+    run, sim, programs, shortcut = done.run, done.sim, done.programs, done.shortcut
     phase(None)
     data = summary(w, run, sim=sim)
     data["model"] = model

@@ -1,0 +1,81 @@
+"""A checked workload run on a topology under one model: ASTRA-sim's analytical mode (native
+collectives, one NPU per class of identical NPUs when that is exact) or collc's collectives
+expanded and simulated with contention. ``collc workload simulate`` and ``collc libra
+--check`` both run workloads through `run_on_topology`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from topologies.topology import Topology
+    from workloads.analytical import NativeConfig
+    from workloads.engine import Roofline, WorkloadRun
+    from workloads.model import Workload
+
+
+@dataclass
+class ModelRun:
+    """What `run_on_topology` measured: the workload ``run``; for the contention models the
+    simulator's result ``sim`` and the number of distinct ``programs``; for the analytical
+    mode the ``shortcut`` taken (classes of identical NPUs, or "none")."""
+
+    run: WorkloadRun
+    sim: Any = None
+    programs: int = 0
+    shortcut: str = "none"
+
+
+def run_on_topology(
+    w: Workload,
+    topo: Topology,
+    model: str,
+    *,
+    config: NativeConfig,
+    algos: tuple[str, dict[str, str]],
+    classes: list[int],
+    completion: str = "on-arrival",
+    chunks_per_npu: int = 1,
+    seed: int = 0,
+    max_transfers: int,
+    roofline: Roofline | None = None,
+    remote_mem: tuple[float, float] | None = None,
+    full: bool = False,
+    phase: Callable[[str | None], None] = lambda _m: None,
+) -> ModelRun:
+    """Run ``w`` (checked, ``classes`` from `workloads.model.check_workload`) on ``topo``
+    under ``model`` ("analytical" or a `backends.sim` model name)."""
+    if model == "analytical":
+        from workloads.analytical import native_timers
+        from workloads.engine import run_workload
+        from workloads.symmetry import run_by_classes
+
+        phase("running by ASTRA-sim's workload rules")
+        coll, p2p, _ = native_timers(topo, config)
+        quick = None
+        if not full:
+            quick = run_by_classes(
+                w, coll, p2p, roofline=roofline, remote_mem=remote_mem, classes=classes
+            )
+        shortcut = f"{max(classes) + 1} classes of identical NPUs" if quick else "none"
+        run = quick or run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem)
+        return ModelRun(run, shortcut=shortcut)
+    from collc import pipeline
+    from workloads.expand import run_contended
+
+    cost = pipeline.cost_model_for(completion)
+    make = pipeline.program_for(
+        topo,
+        algos,
+        cost=cost,
+        chunks_per_npu=chunks_per_npu,
+        seed=seed,
+        max_transfers=max_transfers,
+    )
+    done = run_contended(
+        w, topo, make, model=model, cost=cost, roofline=roofline, remote_mem=remote_mem, phase=phase
+    )
+    return ModelRun(done.run, done.sim, done.programs)
