@@ -55,7 +55,7 @@ class LinearConstraint:
 
 def linear_text(coeffs: Sequence[float], sense: str, rhs: float) -> str:
     """``bw0 - bw1 >= 0``: a constraint written in the language."""
-    parts = []
+    parts: list[str] = []
     for d, c in enumerate(coeffs):
         if c == 0:
             continue
@@ -88,7 +88,9 @@ def parse_constraint(
         col = m.start(kind) + 1
         toks.append((kind, m.group(kind), col))
         pos = m.end()
-    where = lambda col: SourcePos(file=source, column=col, text=text)  # noqa: E731
+
+    def where(col: int) -> SourcePos:
+        return SourcePos(file=source, column=col, text=text)
 
     def fail(col: int, message: str) -> ExploreError:
         return ExploreError(message, where(col))
@@ -210,13 +212,11 @@ def parse_constraint(
     out = []
     for n, (sense, col) in enumerate(rels):
         (lc, lk, lcol), (rc, rk, _) = sides[n], sides[n + 1]
-        coeffs = tuple(a - b for a, b in zip(lc, rc, strict=True))
+        cf = tuple(a - b for a, b in zip(lc, rc, strict=True))
         rhs = rk - lk
-        if all(c == 0 for c in coeffs):
+        if all(c == 0 for c in cf):
             raise fail(lcol, "the constraint names no bandwidth")
-        out.append(
-            LinearConstraint(coeffs, sense, rhs, linear_text(coeffs, sense, rhs), where(col))
-        )
+        out.append(LinearConstraint(cf, sense, rhs, linear_text(cf, sense, rhs), where(col)))
     return out
 
 

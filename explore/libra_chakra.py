@@ -10,7 +10,7 @@ from itertools import product
 
 from explore.libra_inputs import PHASES, TextLayer
 from explore.network import Network
-from workloads.model import NodeKind, WNode, Workload
+from workloads.model import CollKind, NodeKind, WNode, Workload
 
 
 def _groups(net: Network, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -18,8 +18,8 @@ def _groups(net: Network, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
     strides = net.strides
     out = []
     bases = [range(0, d.size, g) for d, g in zip(net.dims, shape, strict=True)]
-    for base in product(*reversed(bases)):
-        base = tuple(reversed(base))
+    for rev in product(*reversed(bases)):
+        base = tuple(reversed(rev))
         members = sorted(
             sum((b + o) * s for b, o, s in zip(base, off, strides, strict=True))
             for off in product(*(range(g) for g in shape))
@@ -44,7 +44,7 @@ def text_to_chakra(
                 for m in members:
                     names[m] = name
         group_of[ph] = names
-    steps: list[tuple[str, int, float, object, float]] = []
+    steps: list[tuple[str, int, float, CollKind | None, float]] = []
     for layer in layers:
         steps.append((layer.name + "_fwd", 0, *layer.phases[0]))
     for layer in reversed(layers):
@@ -53,26 +53,26 @@ def text_to_chakra(
     ranks = []
     for npu in range(net.num_npus):
         nodes: list[WNode] = []
-        for name, ph, comp, kind, size in steps:
+        for label, k, comp, kind, size in steps:
             deps = (nodes[-1].id,) if nodes else ()
             nodes.append(
                 WNode(
                     len(nodes),
-                    name,
+                    label,
                     int(NodeKind.COMP),
                     deps,
                     duration_micros=max(0, round(comp / 1000)),
                 )
             )
-            pg = group_of[PHASES[ph]][npu]
+            pg = group_of[PHASES[k]][npu]
             if kind is not None and size > 0 and pg:
                 nodes.append(
                     WNode(
                         len(nodes),
-                        name + "_comm",
+                        label + "_comm",
                         int(NodeKind.COLL),
                         (nodes[-1].id,),
-                        comm_type=int(kind),  # type: ignore[call-overload]
+                        comm_type=int(kind),
                         comm_size=round(size),
                         pg_name=pg,
                     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from explore.constraints import LinearConstraint
 from explore.network import ExploreError
@@ -93,10 +94,10 @@ def read_catalogue(path: str | Path, ndims: int) -> Catalogue:
 
 def _model(
     graph: TaskGraph, cons: Sequence[LinearConstraint], cat: Catalogue
-) -> tuple[object, list[list[object]], object]:
+) -> tuple[Any, list[list[Any]], Any]:
     from ortools.sat.python import cp_model
 
-    m = cp_model.CpModel()
+    m: Any = cp_model.CpModel()
     n = graph.ndims
     z = [[m.NewBoolVar(f"z{d}_{k}") for k in range(len(cat.options[d]))] for d in range(n)]
     for d in range(n):
@@ -133,7 +134,7 @@ def _model(
     for t in range(graph.num_tasks):
         v = graph.vector[t]
         horizon += round(graph.const_ns[t] / TICK_NS) + (comm[v][1] if v >= 0 else 0)
-    ends = []
+    ends: list[Any] = []
     for t in range(graph.num_tasks):
         e = m.NewIntVar(0, horizon, f"e{t}")
         dur = round(graph.const_ns[t] / TICK_NS)
@@ -156,16 +157,15 @@ def _run(
 ) -> tuple[tuple[float, ...], float] | None:
     from ortools.sat.python import cp_model
 
-    solver = cp_model.CpSolver()
+    solver: Any = cp_model.CpSolver()
     solver.parameters.num_workers = 2
-    assert isinstance(m, cp_model.CpModel)
     status = solver.Solve(m)
     if status == cp_model.INFEASIBLE:
         return None
     if status != cp_model.OPTIMAL:
         raise ExploreError(f"CP-SAT did not prove an optimum (status {solver.StatusName(status)})")
     bw = tuple(
-        next(cat.options[d][k] for k, v in enumerate(zs) if solver.Value(v))  # type: ignore[arg-type]
+        next(cat.options[d][k] for k, v in enumerate(zs) if solver.Value(v))
         for d, zs in enumerate(z)
     )
     return bw, solver.ObjectiveValue() * TICK_NS
@@ -197,15 +197,13 @@ def solve_catalogue(
         return sol
     if unit_costs is None:
         raise ExploreError("perf-per-cost needs a cost model")
-    from ortools.sat.python import cp_model
 
     def cost(b: Sequence[float]) -> float:
         return npus * sum(u * x for u, x in zip(unit_costs, b, strict=True))
 
     scale = 1e-3  # cost in integer thousandths of a dollar
-    assert isinstance(m, cp_model.CpModel)
     cost_expr = sum(
-        round(npus * unit_costs[d] * o / scale) * z[d][k]  # type: ignore[operator]
+        round(npus * unit_costs[d] * o / scale) * z[d][k]
         for d in range(graph.ndims)
         for k, o in enumerate(cat.options[d])
     )

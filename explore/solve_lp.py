@@ -89,7 +89,8 @@ def bandwidth_box(cons: Sequence[LinearConstraint], ndims: int) -> tuple[list[fl
     """Per dimension the least and the largest bandwidth the constraints allow (inf when
     unbounded)."""
     check_feasible(cons, ndims)
-    lo, hi = [], []
+    lo: list[float] = []
+    hi: list[float] = []
     for d in range(ndims):
         for sign, out in ((1.0, lo), (-1.0, hi)):
             s = _glop()
