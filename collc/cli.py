@@ -26,6 +26,7 @@ from collc.commands.replay import replay
 from collc.commands.simulate import simulate
 from collc.commands.synthesize import synthesize
 from collc.commands.verify import verify_cmd
+from collc.commands.view import view
 from collc.commands.workload import workload
 from collc.exit_status import ErrorMappingGroup, run
 
@@ -49,6 +50,7 @@ cli.add_command(replay)
 cli.add_command(demo)
 cli.add_command(workload)
 cli.add_command(libra)
+cli.add_command(view)
 
 
 def main() -> None:
