@@ -38,6 +38,8 @@
   const rgb = (c) => "rgb(" + c.join(",") + ")";
   const hue = (k) => "hsl(" + ((k * 137.508) % 360).toFixed(0) + ",70%,45%)";
   const BUF = ["input", "output", "scratch"];
+  const TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  const series = (k) => (k < TAB10.length ? TAB10[k] : hue(k));
 
   // ---------------------------------------------------------------- one panel
   function Panel(p, index, root) {
@@ -465,11 +467,11 @@
           sv("title", {}, c).textContent = name + " at " + bytes(r[0]) + ": " + r[1].toPrecision(4) + " " + ylabel;
         }
       };
-      algos.forEach((a, k) => line(b.series[a].map((r) => [r[0], value(r)]), "series", hue(k), a));
+      algos.forEach((a, k) => line(b.series[a].map((r) => [r[0], value(r)]), "series", series(k), a));
       line(b.sizes.map((z) => [z, boundValue(z)]), "bound", "#000", "lower bound");
       [...algos, "lower bound"].forEach((a, k) => {
         const y = mt + 14 + k * 18;
-        sv("line", {x1: W - mr + 10, y1: y - 4, x2: W - mr + 34, y2: y - 4, stroke: k < algos.length ? hue(k) : "#000",
+        sv("line", {x1: W - mr + 10, y1: y - 4, x2: W - mr + 34, y2: y - 4, stroke: k < algos.length ? series(k) : "#000",
           class: k < algos.length ? "series" : "bound"}, s);
         sv("text", {x: W - mr + 40, y: y, class: "tick"}, s).textContent = a;
       });

@@ -45,6 +45,11 @@ from topologies.errors import CollcError
     "rows with ASTRA-sim's analytical time for its own native collective (stack topologies).",
 )
 @click.option("--plot", type=click.Path(path_type=Path), help="Bus bandwidth against size (PNG).")
+@click.option(
+    "--html",
+    type=click.Path(path_type=Path),
+    help="An interactive chart of time and bus bandwidth per size (a self-contained web page).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
 @click.option(
@@ -73,6 +78,7 @@ def bench(
     completion: str,
     astra_native: str,
     plot: Path | None,
+    html: Path | None,
     as_json: bool,
     quiet: bool,
     max_transfers: int | None,
@@ -84,6 +90,10 @@ def bench(
 
     if plot is not None:
         require_matplotlib(plot)  # before the (long) runs, not after them
+    if html is not None:
+        from backends.view.page import check_writable
+
+        check_writable(html)
 
     if chunks_per_npu < 1:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {chunks_per_npu}")
@@ -116,4 +126,10 @@ def bench(
             if r.busbw_gbps is not None:
                 series.setdefault(r.algorithm, []).append((r.size_bytes, r.busbw_gbps))
         plot_series(series, plot, title=f"{report.collective} on {report.topology}")
+    if html is not None:
+        from backends.view.page import render, write_page
+        from collc.viewing import bench_page_data
+
+        title = f"collc bench: {report.collective} on {report.topology}"
+        write_page(html, render(bench_page_data(report), title))
     emit(as_json, report.to_json(), lambda: click.echo(format_report(report), nl=False))
