@@ -301,9 +301,11 @@
     const height = R * rowH;
     if (!p.exact) {
       const B = p.bins;
+      let top = 1;
+      for (const a of [p.rank_send_activity, p.rank_recv_activity]) for (const v of a) top = Math.max(top, v);
       this.ganttImg = heatCanvas(g, 2 * R, B, (y, b) => {
         const a = (y % 2 === 0 ? p.rank_send_activity : p.rank_recv_activity)[(y >> 1) * B + b];
-        return a > 0 ? 0.15 + 0.85 * Math.min(1, a / 400) : 0;
+        return a > 0 ? 0.1 + 0.9 * (a / top) : 0;
       }, width, height);
       return;
     }
