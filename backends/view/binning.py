@@ -34,13 +34,13 @@ def bin_busy(entity: I64, start: F64, dur: F64, num_entities: int, bins: int, sp
         e, s, t, lo, hi = base[many], start[many], end[many], b0[many], b1[many]
         out += np.bincount(e + lo, weights=(lo + 1) * w - s, minlength=out.size)
         out += np.bincount(e + hi, weights=t - hi * w, minlength=out.size)
-        inner = hi - lo - 1
-        full = inner > 0
-        if full.any():
-            reps = inner[full]
-            first = np.repeat(e[full] + lo[full] + 1, reps)
-            step = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-            out += np.bincount(first + step, minlength=out.size) * w
+        full = hi - lo > 1
+        if full.any():  # whole bins lo+1..hi-1: +w from lo+1, -w from hi, summed along bins
+            row = e[full] // bins * (bins + 1)
+            diff = np.bincount(row + lo[full] + 1, minlength=num_entities * (bins + 1))
+            diff -= np.bincount(row + hi[full], minlength=num_entities * (bins + 1))
+            whole = np.cumsum(diff.reshape(num_entities, bins + 1), axis=1)[:, :bins]
+            out += whole.ravel() * w
     return out.reshape(num_entities, bins)
 
 

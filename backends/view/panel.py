@@ -179,6 +179,7 @@ def _exact(graph: TaskGraph, program: Program, issue: F64, finish: F64, rec: Any
             "tag": graph.tag.tolist(),
             "bytes": graph.nbytes.tolist(),
             "issue": _times(issue),
+            "from": _times(_busy_from(graph, issue)),
             "finish": _times(finish),
             "buf": buf.tolist(),
             "idx": idx.tolist(),
@@ -193,6 +194,16 @@ def _exact(graph: TaskGraph, program: Program, issue: F64, finish: F64, rec: Any
     }
 
 
+def _busy_from(graph: TaskGraph, issue: F64) -> F64:
+    """When each task started to be busy: its issue, and for a receive posted before its
+    message was sent, the send's issue (the Gantt's bars and the ranks' activity)."""
+    out = issue.copy()
+    partner = graph.partners()
+    recv = np.flatnonzero((graph.kind == TaskKind.RECV) & (partner >= 0))
+    out[recv] = np.maximum(issue[recv], issue[partner[recv]])
+    return out
+
+
 def _aggregated(
     graph: TaskGraph, issue: F64, finish: F64, rec: Any, nl: int, bins: int, span: float
 ) -> dict[str, Any]:
@@ -202,10 +213,11 @@ def _aggregated(
     rank = graph.task_rank()
     w = span / bins
     kinds = graph.kind
+    busy_from = _busy_from(graph, issue)
     activity = []
     for k in (TaskKind.SEND, TaskKind.RECV):
         sel = kinds == k
-        act = bin_busy(rank[sel], issue[sel], finish[sel] - issue[sel], R, bins, span)
+        act = bin_busy(rank[sel], busy_from[sel], finish[sel] - busy_from[sel], R, bins, span)
         activity.append(np.rint(act * 100 / w).astype(np.int64).ravel().tolist())
     sends = np.bincount(rank[kinds == TaskKind.SEND], minlength=R)
     recvs = np.bincount(rank[kinds == TaskKind.RECV], minlength=R)

@@ -65,7 +65,7 @@
     this.drawTopology();
     el("h3", {text: "Link load over time (rows: links, busiest first; per mille of each bin busy)"}, box);
     this.heat = el("canvas", {class: "heat"}, box);
-    el("h3", {text: p.exact ? "Per-rank Gantt (sends above, receives below each rank's line)" :
+    el("h3", {text: p.exact ? "Per-rank Gantt (sends above, receives below each rank's line; a receive from when its message was sent)" :
       "Per-rank activity (sends above, receives below; mean tasks in flight per bin)"}, box);
     this.gantt = el("canvas", {class: "gantt"}, box);
     el("h3", {text: "Critical path (" + p.critical.steps.length + " tasks)"}, box);
@@ -315,7 +315,7 @@
     ctx.globalAlpha = 0.6;
     for (let t = 0; t < T.rank.length; t++) {
       const d = T.detail[t], y = T.rank[t] * rowH;
-      const x = T.issue[t] * sx, w = Math.max(1, (T.finish[t] - T.issue[t]) * sx);
+      const x = T.from[t] * sx, w = Math.max(1, (T.finish[t] - T.from[t]) * sx);
       if (d === 0 || d === 9) {
         ctx.fillStyle = "#1f77b4"; ctx.fillRect(x, y, w, rowH / 2 - 0.5);
       } else if (d === 1 || d === 2 || d === 10) {
