@@ -394,7 +394,15 @@
   // ---------------------------------------------------------------- the schedule page
   function schedulePage() {
     const root = $("panels");
-    if (DATA.panels.length > 1) root.classList.add("compare");
+    if (DATA.panels.length > 1) {
+      const [a, b] = DATA.panels;
+      const differ = [];
+      if (a.collective !== b.collective) differ.push("collectives (" + a.collective + ", " + b.collective + ")");
+      if (a.size_bytes !== b.size_bytes) differ.push("sizes (" + bytes(a.size_bytes) + ", " + bytes(b.size_bytes) + ")");
+      if (a.completion !== b.completion) differ.push("send-completion rules");
+      if (differ.length) el("p", {class: "aggregated differ", text: "The two programs differ in " + differ.join(" and ") + ": their times do not compare like for like."}, root);
+      root.classList.add("compare");
+    }
     const panels = DATA.panels.map((p, i) => new Panel(p, i, root));
     const end = Math.max(...DATA.panels.map((p) => p.finish_ns), 1e-9);
     const slider = $("slider"), clock = $("clock"), play = $("play"), speed = $("speed");

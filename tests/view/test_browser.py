@@ -185,6 +185,7 @@ def test_compare_shares_one_clock(browser: Any, tmp_path: Path) -> None:
     assert run("view", str(a), "--compare", str(b), "-o", str(page)).exit_code == 0
     pg = Page(browser, page)
     assert pg.count("section.panel") == 2
+    assert pg.count("p.differ") == 0  # same collective, size and rule
     assert pg.count("#panel-1 svg.topology path.link") == 48
     _, want = expected_messages(b)
     link = max(want, key=lambda i: sum(want[i].values()))
