@@ -58,8 +58,10 @@ def test_every_command_with_a_json_flag_is_covered() -> None:
         "export",
         "replay",
         "demo",
+        "view",
+        "libra",  # tests/explore/test_libra.py::test_cli_on_libra_inputs_with_json
     }
-    # A new command with --json needs a test here.
+    # A new command with --json needs a test here (or, named above, in its own tests).
     assert with_json <= covered, with_json - covered
 
 
@@ -166,3 +168,11 @@ def test_import_json(tmp_path: Path) -> None:
 def test_demo_json(tmp_path: Path) -> None:
     d = run_json("demo", "-o", str(tmp_path / "demo"))
     assert d["read_back"] == "identical" and d["ranks"] == 16
+
+
+def test_view_json_names_the_page_it_wrote(folder: Path, tmp_path: Path) -> None:
+    page = tmp_path / "m4.html"
+    v = run_json("view", str(folder), "-o", str(page))
+    assert v["file"] == str(page) and v["bytes"] == page.stat().st_size
+    (panel,) = v["panels"]
+    assert panel["exact"] is True and panel["finish_ns"] > 0
