@@ -33,7 +33,7 @@ import numpy as np
 
 from chakra_ir.program import Program
 from chakra_ir.verify_error import VerifyError as VerifyError
-from chakra_ir.verify_execution import Checker
+from chakra_ir.verify_execution import Checker, MessageTrace
 from chakra_ir.verify_memory import SymbolicMemory as SymbolicMemory
 from chakra_ir.verify_structure import FLOW_IN, SEND
 from topologies.topology import Topology
@@ -70,6 +70,23 @@ def verify(program: Program) -> VerifyReport:
             gc.enable()
     messages = int(np.count_nonzero(program.kind == SEND))
     return VerifyReport(program.num_ranks, program.num_ops, messages, flows=len(checker.flow_ins))
+
+
+def message_contents(program: Program) -> MessageTrace:
+    """Verify ``program`` completely (as `verify`) and return what each message carries: the
+    contents of every Send and FlowIn and of every reducing Recv's slots before it reduces
+    (`MessageTrace`), from the same symbolic execution. Raises `VerifyError` as `verify`."""
+    checker = Checker(program)
+    match = checker.structure()
+    trace = MessageTrace(match)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        checker.run(match, trace)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return trace
 
 
 def verify_routes(program: Program, topology: Topology) -> None:

@@ -6,6 +6,7 @@ accesses to a slot, of which one writes)."""
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +22,18 @@ from chakra_ir.verify_structure import (
     SEND,
     StructureChecker,
 )
+
+
+@dataclass
+class MessageTrace:
+    """What the symbolic execution saw, by global op index: ``carried`` holds the contents of
+    every Send's message and every FlowIn's slots, ``held`` the contents of a reducing Recv's
+    destination just before it reduces, ``match`` the Send each Recv pairs with (-1 for other
+    operations)."""
+
+    match: np.ndarray
+    carried: dict[int, list[Contents]] = field(default_factory=dict)
+    held: dict[int, list[Contents]] = field(default_factory=dict)
 
 
 class Checker(StructureChecker):
@@ -100,8 +113,12 @@ class Checker(StructureChecker):
             raise self.deadlock(ran, match)
         return np.array(out, dtype=np.int64)
 
-    def run(self, match: np.ndarray) -> None:
+    def run(self, match: np.ndarray, trace: MessageTrace | None = None) -> None:
         """Symbolic execution and race checks, over the operations in execution order.
+
+        With ``trace``, the contents every Send and FlowIn carries, and the contents every
+        reducing Recv finds in its slots before it reduces, are recorded there (by global op
+        index) for cost models that weigh a message by what it carries (``payloads``).
 
         Operations are renumbered by their position in `order` so that the loop walks its
         arrays front to back (millions of operations scattered over ranks would otherwise
@@ -208,8 +225,12 @@ class Checker(StructureChecker):
                         rs.append(i)
                 if k == SEND:
                     inflight[i] = mem[a : a + cnt]
+                    if trace is not None:
+                        trace.carried[perm_l[i]] = inflight[i]  # type: ignore[assignment]
                     continue
                 if k == FLOW_IN:
+                    if trace is not None:
+                        trace.carried[perm_l[i]] = mem[a : a + cnt]  # type: ignore[assignment]
                     self.contribute(flow_sum, flow_of[i], mem[a : a + cnt], perm_l[i])
                     continue
                 payload = mem[a : a + cnt]
@@ -219,6 +240,8 @@ class Checker(StructureChecker):
                 payload = inflight.pop(sent_by[i])
             d = dst[i]
             plain = k in (RECV, COPY, FLOW_OUT)
+            if trace is not None and k == RECV_REDUCE:
+                trace.held[perm_l[i]] = mem[d : d + cnt]  # type: ignore[assignment]
             for j in range(cnt):
                 addr = d + j
                 rs = readers[addr]

@@ -14,6 +14,7 @@ import networkx as nx
 ORDER = [
     "topologies",
     "chakra_ir",
+    "payloads",
     "tacos",
     "mscclang_frontend",
     "baselines",
