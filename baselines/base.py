@@ -38,6 +38,10 @@ class Baseline:
     pipeline_default: int = 1
     """The multiple of the natural granularity that the CLI uses unless told otherwise: a
     tree needs many chunks in flight to fill its pipeline, a ring or direct exchange does not."""
+    topk: bool = False
+    """The algorithm keeps only the largest values of a fully reduced chunk (Ok-Topk): under a
+    sparse payload such a chunk weighs one rank's density, not the fill-in
+    (`payloads.describe.Payload.topk`)."""
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
         """The natural ``chunks_per_rank`` for ``kind`` over ``num_ranks`` ranks.

@@ -33,7 +33,8 @@ import numpy as np
 
 from chakra_ir.program import Program
 from chakra_ir.verify_error import VerifyError as VerifyError
-from chakra_ir.verify_execution import Checker, MessageTrace
+from chakra_ir.verify_execution import Checker
+from chakra_ir.verify_execution import MessageTrace as MessageTrace
 from chakra_ir.verify_memory import SymbolicMemory as SymbolicMemory
 from chakra_ir.verify_structure import FLOW_IN, SEND
 from topologies.topology import Topology

@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backends.sim import simulate
 from chakra_ir.collective import CollectiveKind
@@ -39,6 +39,10 @@ from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
 from topologies.groups import parse_groups
 from topologies.units import parse_size_bytes
+
+if TYPE_CHECKING:
+    from payloads.describe import Payload
+    from payloads.sizes import MessageSizes
 
 INDEPENDENT = "tacos-independent"
 """The bench row of TACOS synthesizing each process group alone (with --groups)."""
@@ -82,6 +86,8 @@ class BenchRow:
     """Bytes of the program's chunk (its smallest message): programs are compared at the
     granularity each producer chose (the bidirectional ring's ``--chunks-per-npu`` counts
     chunks per direction, so it cuts twice as fine as TACOS at the same flag)."""
+    sent_bytes: int | None = None
+    """With a payload: the bytes all ranks sent (the messages' wire sizes)."""
     model: str = "congestion"
     """``congestion`` (collc's simulator), or ``astra-analytical`` for an ``astra:<algorithm>``
     row: ASTRA-sim's analytical model of its own native collective (no contention)."""
@@ -130,6 +136,8 @@ def run_bench(
     astra_native: list[str] | None = None,
     max_work: int = 0,
     max_transfers: int = 0,
+    payload: str | None = None,
+    converter: str = "sw",
 ) -> BenchReport:
     """Produce, verify and simulate every applicable algorithm at every size, all under the
     send-completion rule ``completion``; TACOS keeps the best of ``seeds`` seeds from
@@ -138,8 +146,21 @@ def run_bench(
     reports for its own native collective, the same on every dimension of the topology (a stack of Ring / FullyConnected / Switch dimensions); these rows use that
     model, not collc's simulator, and never count as the best baseline. A producer whose
     work `synthesize` would refuse (``max_work``, ``max_transfers``; 0: the defaults) gets a
-    row saying so instead of running."""
+    row saying so instead of running. ``payload`` (a `payloads.describe` spec) weighs every
+    message by its contributions under ``converter``; the bound is then the sparse one
+    (`payloads.bounds`), and a tensor payload fixes the size to its tensors'."""
     start = time.perf_counter()
+    sparse = None
+    if payload is not None:
+        from payloads.describe import parse_payload
+
+        sparse = parse_payload(payload)
+        if sparse.dense:
+            sparse = None
+        elif groups:
+            raise CollcError("--payload does not apply to process groups yet")
+        elif sparse.tensors is not None:
+            sizes = [sparse.tensors.elements * sparse.tensors.itemsize]
     topology = parse_topology(topology_spec)
     npus = parse_placement(placement, topology) if placement else ()
     n = len(npus) or topology.num_npus
@@ -179,6 +200,7 @@ def run_bench(
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
         rows = []
+        sparse_bounds: list[tuple[str, float]] = []
         for name in names:
             if say:
                 say(f"{name} at {size} B")
@@ -188,12 +210,24 @@ def run_bench(
                 row.error = program
             else:
                 chunk_bytes = chunk_bytes_for(program.collective, size)
+                sizes_table = None
+                if sparse is not None:
+                    chunk_bytes, sizes_table, bound = _sparse(
+                        name, program, sparse, chunk_bytes, topology, converter
+                    )
+                    sparse_bounds.append(bound)
+                    row.sent_bytes = int(sizes_table.sent(program).sum())
                 row.chunk_bytes = chunk_bytes
-                result = simulate(program, topology, chunk_bytes, cost=cost)
+                result = simulate(program, topology, chunk_bytes, cost=cost, sizes=sizes_table)
                 row.time_ns = result.finish_ns
                 row.busbw_gbps = result.busbw_gbps
                 row.ratio = result.finish_ns / report.bounds_ns[size][1]
             rows.append(row)
+        if sparse_bounds:
+            report.bounds_ns[size] = min(sparse_bounds, key=lambda b: b[1])
+            for r in rows:
+                if r.time_ns is not None and r.model == "congestion":
+                    r.ratio = r.time_ns / report.bounds_ns[size][1]
         for algo in astra_native or ():
             rows.append(_astra_row(algo, kind, topology, size, report.bounds_ns[size][1], n))
         baselines = [
@@ -208,6 +242,28 @@ def run_bench(
         report.rows.extend(rows)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _sparse(
+    name: str,
+    program: Program,
+    payload: Payload,
+    chunk_bytes: int,
+    topology: Topology,
+    converter: str,
+) -> tuple[int, MessageSizes, tuple[str, float]]:
+    """A program's chunk size (a tensor payload's own), per-message sizes and sparse bound;
+    Ok-Topk-like producers (`baselines.base.Baseline.topk`) re-select their reduced chunks."""
+    from baselines import ALGORITHMS as BASELINES
+    from payloads.bounds import sparse_bound
+    from payloads.sizes import message_sizes, payload_chunk_bytes
+
+    chunk_bytes = payload_chunk_bytes(payload, program) or chunk_bytes
+    base = BASELINES.get(name)
+    if base is not None and base.topk:
+        payload = payload.with_topk()
+    sizes = message_sizes(program, payload, chunk_bytes, converter=converter)
+    return chunk_bytes, sizes, sparse_bound(program, payload, chunk_bytes, topology)
 
 
 def _astra_row(

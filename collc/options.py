@@ -90,3 +90,24 @@ def max_transfers_option(what: str) -> Callable[[Callable[..., Any]], Callable[.
         show_default=True,
         help=f"Refuse {what} of more chunk transfers (ranks x chunks) than this.",
     )
+
+
+PAYLOAD_HELP = (
+    "What the data weighs on the wire: dense (the default), sparse:density=RHO[,value=fp16,"
+    "format=auto|dense|bitmap|rlc|coo|csr|csc|blocks,shape=MxK,...] or tensor:FILE.npz|DIR "
+    "(one tensor per rank). Each message weighs its contributions' union support in its "
+    "format (auto: the smallest); see docs/payloads.md."
+)
+
+
+def payload_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--payload`` (a payload spec, `payloads.describe`) and ``--converter`` (hw or sw)."""
+    f = click.option(
+        "--converter",
+        type=click.Choice(list(registry.CONVERTERS)),
+        default="sw",
+        show_default=True,
+        help="Format conversion at the endpoints: sw, or hw (the accelerator's converter, 4x "
+        "faster).",
+    )(f)
+    return click.option("--payload", default=None, help=PAYLOAD_HELP)(f)

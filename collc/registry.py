@@ -78,6 +78,9 @@ SIM_MODELS: dict[str, str] = {
 EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus")
 """`collc.exporters.EXPORTERS`, in order."""
 
+CONVERTERS = ("sw", "hw")
+"""`payloads.endpoint.CONVERTERS`: format conversion in software or in the accelerator."""
+
 MANIFEST = "manifest.json"
 """`chakra_ir.outdir.MANIFEST`."""
 

@@ -21,7 +21,10 @@ from topologies.errors import CollcError
 
 if TYPE_CHECKING:
     from backends.sim import SimResult
+    from chakra_ir.outdir import Manifest
     from chakra_ir.program import Program
+    from payloads.describe import Payload
+    from payloads.sizes import MessageSizes
     from topologies import Topology
 
 
@@ -41,6 +44,10 @@ class SimRequest:
     cut_through_ns: float | None = None
     """Virtual cut-through with this router delay (`CostModel.cut_through_router_ns`); None:
     store-and-forward, the producers' rule."""
+    payload: str | None = None
+    """A payload spec (`payloads.describe`): messages weigh their contributions' supports."""
+    converter: str = "sw"
+    """Format conversion at the endpoints: ``sw`` or ``hw`` (`payloads.endpoint`)."""
 
 
 def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
@@ -69,7 +76,21 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
     if req.packet_bytes is not None and req.packet_bytes <= 0:
         raise CollcError(f"--packet-size must be positive, got {req.packet_bytes}")
     folder = Path(req.folder)
+    payload = None
+    if req.payload is not None:
+        from payloads.describe import parse_payload
+
+        payload = parse_payload(req.payload)
+        if req.model != "congestion" and not payload.dense:
+            raise CollcError(
+                f"--payload applies to the congestion model, not {req.model} (ASTRA-sim's "
+                "models time messages by their chunks)"
+            )
     if folder.is_dir() and not (folder / MANIFEST).exists():
+        if payload is not None:
+            raise CollcError(
+                f"{folder}: --payload needs a collc folder (another tool's ETs carry no contents)"
+            )
         if req.topology is None:
             raise CollcError(
                 f"{folder} has no {MANIFEST}: pass --topology to time its ET files "
@@ -104,6 +125,9 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
                 "(the program was produced for that size; pass --force to simulate it anyway)"
             )
         chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
+    sizes = None
+    if payload is not None:
+        chunk_bytes, sizes = _payload_sizes(program, payload, manifest, chunk_bytes, req)
     check_times(topology, chunk_bytes * program.collective.size_chunks)
     reduce_micros = manifest.extra.get("reduce_micros")
     if program.collective.groups:
@@ -126,9 +150,17 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
             packet_bytes=req.packet_bytes,
             keep_timeline=req.timeline,
             reduce_micros=None if reduce_micros is None else int(reduce_micros),
+            sizes=sizes,
         )
     b = program_bounds(program, topology, chunk_bytes * program.collective.size_chunks)
-    if b.items:
+    if sizes is not None and payload is not None and not payload.dense:
+        from payloads.bounds import sparse_bound
+
+        result.lower_bound_name, result.lower_bound_ns = sparse_bound(
+            program, payload, chunk_bytes, topology
+        )
+        result.notes.append(f"payload {payload.spec}: {_formats_note(sizes, program)}")
+    elif b.items:
         result.lower_bound_name, result.lower_bound_ns = b.best
     estimate = manifest.extra.get("estimated_ns")
     same_size = (
@@ -136,8 +168,41 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         and topology == parse_topology(manifest.topology)
         and cost.completion.value == manifest.completion
         and cost.cut_through_router_ns is None
+        and sizes is None
     )
     return result, topology, float(estimate) if estimate is not None and same_size else None
+
+
+def _payload_sizes(
+    program: Program,
+    payload: Payload,
+    manifest: Manifest,
+    chunk_bytes: int,
+    req: SimRequest,
+) -> tuple[int, MessageSizes]:
+    """The chunk size (a tensor payload's own) and the per-message sizes of ``payload``."""
+    from baselines import ALGORITHMS as BASELINES
+    from payloads.sizes import message_sizes, payload_chunk_bytes
+
+    if program.collective.groups:
+        raise CollcError("--payload does not apply to a program of process groups yet")
+    own = payload_chunk_bytes(payload, program)
+    if own is not None and own != chunk_bytes:
+        if not req.force:
+            raise CollcError(
+                f"--payload {payload.spec}: the tensors make chunks of {own} B, the folder's are "
+                f"{chunk_bytes} B (pass --force to simulate the program at the tensors' size)"
+            )
+        chunk_bytes = own
+    base = BASELINES.get(manifest.algorithm)
+    if base is not None and base.topk:
+        payload = payload.with_topk()
+    return chunk_bytes, message_sizes(program, payload, chunk_bytes, converter=req.converter)
+
+
+def _formats_note(sizes: MessageSizes, program: Program) -> str:
+    used = ", ".join(f"{k} {v}" for k, v in sizes.formats_used(program).items())
+    return f"{int(sizes.sent(program).sum()):,} bytes sent; messages by format: {used}"
 
 
 def simulate_groups(

@@ -38,12 +38,12 @@ if TYPE_CHECKING:
 
 KINDS = ("dense", "sparse", "tensor")
 
-DEFAULT_CONVERT_BYTES_PER_NS = 25.0
-"""Software format conversion at an endpoint: 25 GB/s of wire bytes (a GPU's gather/scatter
-kernels, well under its memory bandwidth)."""
+DEFAULT_CONVERT_BYTES_PER_NS = 100.0
+"""Software format conversion at an endpoint: 100 GB/s of wire bytes (gather/scatter kernels
+on an accelerator, well under its memory bandwidth)."""
 
-DEFAULT_MERGE_BYTES_PER_NS = 50.0
-"""Merging two sparse operands (index intersection and add): 50 GB/s of operand bytes."""
+DEFAULT_MERGE_BYTES_PER_NS = 200.0
+"""Merging two sparse operands (index merge and add): 200 GB/s of operand bytes."""
 
 HW_CONVERTER_SPEEDUP = 4.0
 """Qin et al. (IPDPS 2021): converting formats in hardware is about 4x faster than software."""

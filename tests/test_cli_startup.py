@@ -94,6 +94,9 @@ def test_static_registries_match_the_real_ones() -> None:
     assert {k: m.description for k, m in MODELS.items()} == registry.SIM_MODELS
     assert tuple(EXPORTERS) == registry.EXPORT_TARGETS
     assert registry.MANIFEST == MANIFEST
+    from payloads.endpoint import CONVERTERS
+
+    assert registry.CONVERTERS == CONVERTERS
 
 
 def test_the_version_written_into_files_is_the_installed_packages() -> None:

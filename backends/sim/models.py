@@ -26,6 +26,7 @@ from backends.sim.results import SimResult, Timeline
 from backends.sim.tasks import TaskGraph, TaskKind, tasks_from_program
 from chakra_ir.collective import Collective
 from chakra_ir.program import Program
+from payloads.sizes import MessageSizes
 from topologies.cost_model import DEFAULT_COST_MODEL, Completion, CostModel
 from topologies.topology import Topology
 
@@ -144,8 +145,12 @@ def simulate(
     packet_bytes: int | None = None,
     keep_timeline: bool = False,
     reduce_micros: int | None = None,
+    sizes: MessageSizes | None = None,
 ) -> SimResult:
     """Simulate ``program`` on ``topology`` with chunks of ``chunk_bytes`` under ``model``.
+
+    ``sizes`` is a payload's per-message size table (`payloads.sizes.message_sizes`): each
+    message weighs its entry instead of its chunks, and receives do its endpoint work.
 
     Ranks sit on NPUs per ``program.collective.npu``. ``packet_bytes`` cuts messages into
     packets (congestion model only). ``keep_timeline`` keeps the events `write_timeline` and
@@ -171,6 +176,8 @@ def simulate(
         reduce_micros=reduce_micros,
         fold_reductions=m.fold_reductions,
         topology=topology,
+        message_bytes=None if sizes is None else sizes.op_bytes,
+        receive_work_ns=None if sizes is None else sizes.compute_ns,
     )
     c = program.collective
     return simulate_tasks(

@@ -302,8 +302,15 @@ def tasks_from_program(
     reduce_micros: int | None = None,
     fold_reductions: bool = False,
     topology: Topology | None = None,
+    message_bytes: I64 | None = None,
+    receive_work_ns: F64 | None = None,
 ) -> TaskGraph:
     """The task graph of ``program`` with chunks of ``chunk_bytes``.
+
+    ``message_bytes`` (one entry per operation, a payload's per-message size table,
+    `payloads.sizes.MessageSizes`) replaces ``count x chunk_bytes`` for every message and
+    reduction; ``receive_work_ns`` adds work to a Recv after its message has arrived (on the
+    reduction half of a split reducing receive). In-network flows keep ``count x chunk_bytes``.
 
     A program with in-network flows needs its ``topology`` (the flows' trees): see
     `expand_flows`.
@@ -368,7 +375,10 @@ def tasks_from_program(
     detail[f] = detail_of_op[op_kind]
     detail[g_task] = Detail.GATE
 
-    op_bytes = p.count.astype(np.int64) * int(chunk_bytes)
+    if message_bytes is not None:
+        op_bytes = np.asarray(message_bytes, dtype=np.int64)
+    else:
+        op_bytes = p.count.astype(np.int64) * int(chunk_bytes)
     op_of_task = np.repeat(np.arange(nops, dtype=np.int64), per_op)
     nbytes = op_bytes[op_of_task]
     nbytes[g_task] = 0
@@ -391,6 +401,11 @@ def tasks_from_program(
         duration_us[reducing] = int(reduce_micros)
     else:
         duration_us[reducing] = reduction_micros(duration_ns[reducing])
+    if receive_work_ns is not None:
+        work = np.asarray(receive_work_ns, dtype=np.float64)
+        busy = np.flatnonzero(work > 0)
+        duration_ns[last[busy]] += work[busy]
+        duration_us[last[busy]] = reduction_micros(duration_ns[last[busy]])
 
     # Dependencies: an op's deps (rank-local op ids) become deps of its first task on the last
     # task of each named op; a reduction half depends on its receive half.

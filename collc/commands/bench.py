@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from chakra_ir.collective import CollectiveKind
-from collc.options import GROUPS_HELP, collective_callback, completion_option
+from collc.options import GROUPS_HELP, collective_callback, completion_option, payload_options
 from collc.printing import emit
 from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
@@ -50,6 +50,7 @@ from topologies.errors import CollcError
     type=click.Path(path_type=Path),
     help="An interactive chart of time and bus bandwidth per size (a self-contained web page).",
 )
+@payload_options
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
 @click.option(
@@ -79,6 +80,8 @@ def bench(
     astra_native: str,
     plot: Path | None,
     html: Path | None,
+    payload: str | None,
+    converter: str,
     as_json: bool,
     quiet: bool,
     max_transfers: int | None,
@@ -115,6 +118,8 @@ def bench(
         astra_native=[a.strip() for a in astra_native.split(",") if a.strip()],
         max_work=max_work or 0,
         max_transfers=max_transfers or 0,
+        payload=payload,
+        converter=converter,
     )
     if say:
         click.echo("\r" + " " * 64 + "\r", err=True, nl=False)

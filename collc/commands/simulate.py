@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from collc import registry
-from collc.options import completion_option, size_callback, time_callback
+from collc.options import completion_option, payload_options, size_callback, time_callback
 from collc.printing import emit, phases, us
 from topologies.errors import CollcError
 
@@ -57,6 +57,7 @@ from topologies.errors import CollcError
     show_default=True,
     help="Rows of the Gantt chart: the busiest links.",
 )
+@payload_options
 @click.option("--json", "as_json", is_flag=True)
 def simulate(
     folder: Path,
@@ -71,6 +72,8 @@ def simulate(
     plot: Path | None,
     gantt: Path | None,
     gantt_links: int,
+    payload: str | None,
+    converter: str,
     as_json: bool,
 ) -> None:
     """Simulate an output folder's program on its topology."""
@@ -94,6 +97,8 @@ def simulate(
         timeline is not None or gantt is not None,
         completion,
         cut_through,
+        payload,
+        converter,
     )
     result, topo, estimate = pipeline.simulate_folder(req)
     written = []
