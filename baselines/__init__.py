@@ -26,6 +26,15 @@ from baselines.innetwork import INNETWORK_KINDS, innetwork_granularity, innetwor
 from baselines.order import ring_order
 from baselines.rhd import RHD_KINDS, rhd_granularity, rhd_program
 from baselines.ring import RING_KINDS, ring_granularity, ring_program
+from baselines.sparse import (
+    SPARSE_KINDS,
+    oktopk_granularity,
+    oktopk_program,
+    rd_granularity,
+    rd_program,
+    split_granularity,
+    split_program,
+)
 from chakra_ir import Collective, CollectiveKind, Program
 from topologies import Topology
 
@@ -75,6 +84,32 @@ def _innetwork(collective: Collective, topology: Topology) -> Program:
 def _themis(collective: Collective, topology: Topology) -> Program:
     name = program_name("themis", collective)
     return hierarchical_program(collective, topology, Scheduler.THEMIS, name=name)
+
+
+SPARCML_RD = (
+    "SparCML sparse recursive doubling all-reduce: log2 N exchanges of the whole partial sum "
+    "(sparse messages turn dense under --payload's auto format once dense is smaller)"
+)
+SPARCML_SPLIT = (
+    "SparCML split all-gather all-reduce: direct sparse reduce-scatter, then recursive "
+    "doubling all-gather of the reduced regions"
+)
+OKTOPK = (
+    "Ok-Topk all-reduce: split-and-reduce, then a balanced all-gather of each region's "
+    "top-k after the reduction (the payload keeps one rank's density, not the fill-in)"
+)
+
+
+def _sparcml_rd(collective: Collective, topology: Topology) -> Program:
+    return rd_program(collective, name=program_name("sparcml-rd", collective))
+
+
+def _sparcml_split(collective: Collective, topology: Topology) -> Program:
+    return split_program(collective, name=program_name("sparcml-split", collective))
+
+
+def _oktopk(collective: Collective, topology: Topology) -> Program:
+    return oktopk_program(collective, name=program_name("oktopk", collective))
 
 
 ALGORITHMS: dict[str, Baseline] = {
@@ -157,10 +192,25 @@ ALGORITHMS: dict[str, Baseline] = {
             innetwork_granularity,
             _innetwork,
         ),
+        Baseline(
+            "sparcml-rd",
+            SPARCML_RD,
+            SPARSE_KINDS,
+            rd_granularity,
+            _sparcml_rd,
+        ),
+        Baseline(
+            "sparcml-split",
+            SPARCML_SPLIT,
+            SPARSE_KINDS,
+            split_granularity,
+            _sparcml_split,
+        ),
+        Baseline("oktopk", OKTOPK, SPARSE_KINDS, oktopk_granularity, _oktopk, topk=True),
     )
 }
 """Every baseline by name: ring, ring-bidir, direct, rhd, dbt, dimensional, hierarchical,
-themis, fred-innetwork."""
+themis, fred-innetwork, sparcml-rd, sparcml-split, oktopk."""
 
 __all__ = [
     "ALGORITHMS",

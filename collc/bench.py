@@ -200,7 +200,8 @@ def run_bench(
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
         rows = []
-        sparse_bounds: list[tuple[str, float]] = []
+        sparse_bounds: list[tuple[BenchRow, tuple[str, float]]] = []
+        own_bounds: list[tuple[BenchRow, tuple[str, float]]] = []
         for name in names:
             if say:
                 say(f"{name} at {size} B")
@@ -212,10 +213,11 @@ def run_bench(
                 chunk_bytes = chunk_bytes_for(program.collective, size)
                 sizes_table = None
                 if sparse is not None:
-                    chunk_bytes, sizes_table, bound = _sparse(
+                    chunk_bytes, sizes_table, bound, topk = _sparse(
                         name, program, sparse, chunk_bytes, topology, converter
                     )
-                    sparse_bounds.append(bound)
+                    # A top-k all-reduce's result is not the exact sum: its own bound only.
+                    (own_bounds if topk else sparse_bounds).append((row, bound))
                     row.sent_bytes = int(sizes_table.sent(program).sum())
                 row.chunk_bytes = chunk_bytes
                 result = simulate(program, topology, chunk_bytes, cost=cost, sizes=sizes_table)
@@ -223,11 +225,14 @@ def run_bench(
                 row.busbw_gbps = result.busbw_gbps
                 row.ratio = result.finish_ns / report.bounds_ns[size][1]
             rows.append(row)
-        if sparse_bounds:
-            report.bounds_ns[size] = min(sparse_bounds, key=lambda b: b[1])
+        if sparse_bounds or own_bounds:
+            report.bounds_ns[size] = min(
+                (b for _, b in sparse_bounds or own_bounds), key=lambda b: b[1]
+            )
+            own = {id(r): b for r, b in own_bounds}
             for r in rows:
                 if r.time_ns is not None and r.model == "congestion":
-                    r.ratio = r.time_ns / report.bounds_ns[size][1]
+                    r.ratio = r.time_ns / own.get(id(r), report.bounds_ns[size])[1]
         for algo in astra_native or ():
             rows.append(_astra_row(algo, kind, topology, size, report.bounds_ns[size][1], n))
         baselines = [
@@ -251,19 +256,21 @@ def _sparse(
     chunk_bytes: int,
     topology: Topology,
     converter: str,
-) -> tuple[int, MessageSizes, tuple[str, float]]:
-    """A program's chunk size (a tensor payload's own), per-message sizes and sparse bound;
-    Ok-Topk-like producers (`baselines.base.Baseline.topk`) re-select their reduced chunks."""
+) -> tuple[int, MessageSizes, tuple[str, float], bool]:
+    """A program's chunk size (a tensor payload's own), per-message sizes, sparse bound and
+    whether it re-selects its reduced chunks' top-k (`baselines.base.Baseline.topk`, Ok-Topk;
+    its bound is then its own)."""
     from baselines import ALGORITHMS as BASELINES
     from payloads.bounds import sparse_bound
     from payloads.sizes import message_sizes, payload_chunk_bytes
 
     chunk_bytes = payload_chunk_bytes(payload, program) or chunk_bytes
     base = BASELINES.get(name)
-    if base is not None and base.topk:
+    topk = base is not None and base.topk
+    if topk:
         payload = payload.with_topk()
     sizes = message_sizes(program, payload, chunk_bytes, converter=converter)
-    return chunk_bytes, sizes, sparse_bound(program, payload, chunk_bytes, topology)
+    return chunk_bytes, sizes, sparse_bound(program, payload, chunk_bytes, topology), topk
 
 
 def _astra_row(

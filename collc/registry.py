@@ -54,6 +54,18 @@ ALGORITHMS: dict[str, str] = {
         "is one flow in which every NPU sends and receives the buffer once, reduce-scatter "
         "and all-gather one flow per rank (needs fred:N or switch:N,innet=yes)"
     ),
+    "sparcml-rd": (
+        "SparCML sparse recursive doubling all-reduce: log2 N exchanges of the whole partial "
+        "sum (sparse messages turn dense under --payload's auto format once dense is smaller)"
+    ),
+    "sparcml-split": (
+        "SparCML split all-gather all-reduce: direct sparse reduce-scatter, then recursive "
+        "doubling all-gather of the reduced regions"
+    ),
+    "oktopk": (
+        "Ok-Topk all-reduce: split-and-reduce, then a balanced all-gather of each region's "
+        "top-k after the reduction (the payload keeps one rank's density, not the fill-in)"
+    ),
 }
 """Producers by name, with their descriptions (`collc.pipeline.DESCRIPTIONS`)."""
 
