@@ -65,7 +65,7 @@ def part1(encode_vector: int, quick: bool) -> None:
         if quick:
             real_shape = (
                 max(1, real_shape[0] // 16),
-                real_shape[1] // 16 if shape[0] > 1 else real_shape[1] // 16,
+                real_shape[1] // 16,
             )
         for d in DENSITIES:
             t0 = time.perf_counter()
