@@ -28,6 +28,9 @@ def test_names() -> None:
         "hierarchical",
         "themis",
         "fred-innetwork",
+        "sparcml-rd",
+        "sparcml-split",
+        "oktopk",
     ]
     for name, entry in ALGORITHMS.items():
         assert isinstance(entry, Baseline)
