@@ -37,6 +37,11 @@ class ExportOptions:
     clock_ghz: float | None = None
     router_cycles: int | None = None
     force: bool = False
+    # FRED switch configurations (backends.fred.FredOptions; None: its default)
+    fred_m: int | None = None
+    fred_fix: str | None = None
+    config_memory: int | None = None
+    priority: str | None = None
 
 
 Exporter = Callable[[Program, Topology, Manifest, Path, ExportOptions], list[Path]]
@@ -91,11 +96,29 @@ def _hwprog(target: str) -> Exporter:
     return run
 
 
+def _fred(
+    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+) -> list[Path]:
+    # Imported here: only this target needs it (and ortools behind it).
+    from backends.fred.compile import FredOptions
+    from backends.fred.export import export as export_fred
+
+    d = FredOptions()
+    options = FredOptions(
+        m=d.m if o.fred_m is None else o.fred_m,
+        fix=d.fix if o.fred_fix is None else o.fred_fix,
+        memory_bytes=d.memory_bytes if o.config_memory is None else o.config_memory,
+        priority=d.priority if o.priority is None else o.priority,
+    )
+    return export_fred(program, topology, manifest, out, options)
+
+
 EXPORTERS: dict[str, Exporter] = {
     "msccl-xml": _msccl_xml,
     "astra-sim": _astra_sim,
     "mesh": _hwprog("mesh"),
     "torus": _hwprog("torus"),
+    "fred": _fred,
 }
 
 

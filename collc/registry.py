@@ -87,11 +87,15 @@ SIM_MODELS: dict[str, str] = {
 }
 """Simulation models by name, with their descriptions (`backends.sim.MODELS`)."""
 
-EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus")
+EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus", "fred")
 """`collc.exporters.EXPORTERS`, in order."""
 
 CONVERTERS = ("sw", "hw")
 """`payloads.endpoint.CONVERTERS`: format conversion in software or in the accelerator."""
+FRED_FIXES = ("none", "raise-m")
+"""`backends.fred.compile.FIXES`."""
+FRED_PRIORITIES = ("mp", "pp", "dp")
+"""`backends.fred.phases.PRIORITIES`."""
 
 MANIFEST = "manifest.json"
 """`chakra_ir.outdir.MANIFEST`."""

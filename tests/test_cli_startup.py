@@ -93,6 +93,10 @@ def test_static_registries_match_the_real_ones() -> None:
     assert registry.MAX_TRANSFERS == pipeline.MAX_TRANSFERS
     assert {k: m.description for k, m in MODELS.items()} == registry.SIM_MODELS
     assert tuple(EXPORTERS) == registry.EXPORT_TARGETS
+    from backends.fred.compile import FIXES
+    from backends.fred.phases import PRIORITIES
+
+    assert (FIXES, PRIORITIES) == (registry.FRED_FIXES, registry.FRED_PRIORITIES)
     assert registry.MANIFEST == MANIFEST
     from payloads.endpoint import CONVERTERS
 

@@ -1,5 +1,6 @@
 """``collc export``: an output folder's program written for another tool (MSCCL XML,
-ASTRA-sim, or a mesh or torus hardware program); the program itself never changes."""
+ASTRA-sim, a mesh or torus hardware program, FRED switch configurations); the program
+itself never changes."""
 
 from __future__ import annotations
 
@@ -53,6 +54,25 @@ from collc.printing import emit
 @click.option(
     "--router-cycles", type=int, default=None, help="mesh/torus: router pipeline cycles (1)."
 )
+@click.option("--fred-m", type=int, default=None, help="fred: middle sub-switches m of FRED_m (3).")
+@click.option(
+    "--fred-fix",
+    type=click.Choice(list(registry.FRED_FIXES)),
+    default=None,
+    help="fred: when a phase has no m-colouring, refuse (none) or raise m (raise-m).",
+)
+@click.option(
+    "--config-memory",
+    default=None,
+    callback=size_callback,
+    help="fred: configuration memory per switch (1536 B).",
+)
+@click.option(
+    "--priority",
+    type=click.Choice(list(registry.FRED_PRIORITIES)),
+    default=None,
+    help="fred: the phases' priority class, MP > PP > DP (dp).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def export(
     folder: Path,
@@ -71,12 +91,17 @@ def export(
     link_width: float | None,
     clock: float | None,
     router_cycles: int | None,
+    fred_m: int | None,
+    fred_fix: str | None,
+    config_memory: int | None,
+    priority: str | None,
     as_json: bool,
 ) -> None:
     """Write an output folder's program for another tool (never changes the program).
 
     mesh and torus write a hardware program (docs/hardware.md): mesh accepts meshes, torus
-    accepts tori, rings and stacks of rings."""
+    accepts tori, rings and stacks of rings. fred writes the µSwitch configurations of every
+    switch of fred:N per phase (docs/fred.md)."""
     from collc import pipeline
     from collc.exporters import EXPORTERS, ExportOptions
 
@@ -95,6 +120,10 @@ def export(
         clock_ghz=clock,
         router_cycles=router_cycles,
         force=force,
+        fred_m=fred_m,
+        fred_fix=fred_fix,
+        config_memory=config_memory,
+        priority=priority,
     )
     files = EXPORTERS[target](program, topo, manifest, out, options)
     data = {"target": target, "folder": str(folder), "files": [str(f) for f in files]}
