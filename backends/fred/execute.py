@@ -28,11 +28,17 @@ class ElementError(FredError):
 
 
 def _apply(
-    name: str, state: State, inputs: Mapping[int, V], add: Callable[[str, V, V], V]
+    name: str,
+    state: State,
+    inputs: Mapping[int, V],
+    add: Callable[[str, V, V], V],
+    strict: bool,
 ) -> dict[int, V]:
     out: dict[int, V] = {}
     for k, srcs in enumerate(state):
         acc: V | None = None
+        if not strict and any(s not in inputs for s in srcs):
+            continue
         for s in srcs:
             if s not in inputs:
                 raise ElementError(name, f"output {k} takes input {s}, which carries nothing")
@@ -49,12 +55,15 @@ def run_network(
     inputs: Mapping[int, V],
     add: Callable[[str, V, V], V],
     prefix: str = "",
+    strict: bool = True,
 ) -> dict[int, V]:
     """The values at the output ports of FRED_m(ports) given ``inputs`` per input port.
-    ``add(element, a, b)`` sums two values meeting at ``element``."""
+    ``add(element, a, b)`` sums two values meeting at ``element``. Not ``strict``, an
+    element output whose inputs have not all arrived is left out instead of refused (for a
+    switch whose inputs arrive in several passes)."""
     if ports <= 2:
         st = states.get(prefix + "x")
-        return {} if st is None else _apply(prefix + "x", st, inputs, add)
+        return {} if st is None else _apply(prefix + "x", st, inputs, add, strict)
     r, odd = divmod(ports, 2)
     mid_in: list[dict[int, V]] = [{} for _ in range(m)]
     for s in range(r + odd):
@@ -65,9 +74,11 @@ def run_network(
         local = {0: inputs[2 * s]} if s == r and 2 * s in inputs else {}
         if s < r:
             local = {q: inputs[2 * s + q] for q in (0, 1) if 2 * s + q in inputs}
-        for c, v in _apply(name, st, local, add).items():
+        for c, v in _apply(name, st, local, add, strict).items():
             mid_in[c][s] = v
-    mid_out = [run_network(states, r + odd, m, mid_in[c], add, f"{prefix}m{c}.") for c in range(m)]
+    mid_out = [
+        run_network(states, r + odd, m, mid_in[c], add, f"{prefix}m{c}.", strict) for c in range(m)
+    ]
     out: dict[int, V] = {}
     for s in range(r + odd):
         name = f"{prefix}of" if s == r else f"{prefix}o{s}"
@@ -75,6 +86,6 @@ def run_network(
         if st is None:
             continue
         local = {c: mid_out[c][s] for c in range(m) if s in mid_out[c]}
-        for q, v in _apply(name, st, local, add).items():
+        for q, v in _apply(name, st, local, add, strict).items():
             out[2 * s + q] = v
     return out

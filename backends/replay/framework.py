@@ -7,7 +7,7 @@ is one `ReplayError`; a program that deadlocks or computes the wrong thing is a 
 an error (`ReplayResult.completed`, ``deadlock``, ``postcondition``).
 
 A replayer is a function ``(folder, options) -> ReplayResult``; a target registers it in
-`REPLAYERS` (FRED's switch programs will add their own). The options and result types live in
+`REPLAYERS` (``fred``: `backends.replay.fred`). The options and result types live in
 `backends.replay.types`, which the replayers import, and are re-exported here.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from backends.fred.export import FORMAT as FRED_FORMAT
 from backends.hwprog.errors import FormatError
 from backends.hwprog.export import FORMAT, HEADER_FILE
 from backends.replay.errors import ReplayError
@@ -32,7 +33,13 @@ def _grid(folder: Path, options: ReplayOptions) -> ReplayResult:
     return replay_grid(folder, options)
 
 
-REPLAYERS: dict[str, Replayer] = {"mesh": _grid, "torus": _grid}
+def _fred(folder: Path, options: ReplayOptions) -> ReplayResult:
+    from backends.replay.fred import replay_fred  # loaded on use
+
+    return replay_fred(folder, options)
+
+
+REPLAYERS: dict[str, Replayer] = {"mesh": _grid, "torus": _grid, "fred": _fred}
 """Target (the header's ``target``) -> its replayer."""
 
 
@@ -44,7 +51,9 @@ def read_target(folder: Path | str) -> str:
     path = folder / HEADER_FILE
     try:
         doc = FORMAT.load(path)
-        FORMAT.check_header(doc, str(path))
+        # FRED's switch configurations keep their own format under the same header name.
+        named = doc.get("format") if isinstance(doc, dict) else None
+        (FRED_FORMAT if named == FRED_FORMAT.name else FORMAT).check_header(doc, str(path))
     except FormatError as e:
         raise ReplayError(e.message, e.pos) from None
     target = doc.get("target")

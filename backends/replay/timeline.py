@@ -21,7 +21,7 @@ from backends.sim.timeline import meta_event, write_trace
 
 LINKS_PID = 1
 NPU_PID_BASE = 100
-_OP_NAMES = ("send", "recv", "copy", "reduce")
+_OP_NAMES = ("send", "recv", "copy", "reduce", "flow-in", "flow-out")
 
 
 def trace_events(result: ReplayResult) -> list[dict[str, Any]]:

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from collc.printing import emit, us
+
+if TYPE_CHECKING:
+    from backends.replay import ReplayResult
 
 
 @click.command()
@@ -15,7 +19,7 @@ from collc.printing import emit, us
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Chrome/Perfetto trace.")
 @click.option("--json", "as_json", is_flag=True)
 def replay(folder: Path, timeline: Path | None, as_json: bool) -> None:
-    """Execute a hardware program packet by packet and check it (docs/hardware.md, Replay).
+    """Execute a hardware program and check it (docs/hardware.md, Replay; FRED: docs/fred.md).
 
     Reports cycles and time, link utilisation, the fullest VC buffers, packets and
     packet-hops, whether the collective's postcondition holds, and a deadlock with its cycle
@@ -39,6 +43,9 @@ def replay(folder: Path, timeline: Path | None, as_json: bool) -> None:
             f"{r.packets} packets, {r.packet_hops} packet-hops"
         )
         p = r.parameters
+        if r.target == "fred":
+            _fred_lines(r, timeline)
+            return
         click.echo(
             f"  packets of {p['packet_bytes']} B, {p['num_vcs']} VC(s) of "
             f"{p['buffer_depth_packets']} packets, router {p['router_pipeline_cycles']} "
@@ -73,3 +80,25 @@ def replay(folder: Path, timeline: Path | None, as_json: bool) -> None:
     emit(as_json, data, human)
     if result.deadlock is not None or result.postcondition != "holds":
         click.get_current_context().exit(1)
+
+
+def _fred_lines(r: ReplayResult, timeline: Path | None) -> None:
+    """The human report of a FRED replay (phases rather than packets and buffers)."""
+    p = r.parameters
+    fix = f", fix: {p['fix']}" if p["fix"] else ""
+    click.echo(
+        f"  FRED_{p['m']}(P) switches{fix}; {p['phases']} phase(s), {p['flows']} flow(s), "
+        f"{p['preemptions']} preemption(s)"
+    )
+    sizes = ", ".join(f"{k} {v} B" for k, v in p["switches"].items())
+    click.echo(f"  configurations: {sizes} (of {p['memory_bytes']} B each)")
+    if r.deadlock is not None:
+        click.echo(f"  STALL: {r.deadlock['description']}")
+    else:
+        click.echo(f"  finished at {us(r.time_ns)}")
+    post = f"postcondition {r.postcondition}"
+    if r.postcondition_message:
+        post += f": {r.postcondition_message}"
+    click.echo(f"  {post}")
+    if timeline is not None:
+        click.echo(f"  timeline: {timeline}")

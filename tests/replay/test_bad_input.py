@@ -43,7 +43,7 @@ def _send(f: Callable[[Any], None]) -> Callable[[Any], None]:
 
 CASES: list[tuple[str, str, Callable[[Any], None], str]] = [
     ("future", "hwprog.json", _set(["version"], 2), "version 2 is from the future"),
-    ("target", "hwprog.json", _set(["target"], "fred"), "'fred' has no replayer"),
+    ("target", "hwprog.json", _set(["target"], "dragonfly"), "'dragonfly' has no replayer"),
     ("schema", "hwprog.json", _set(["num_vcs"], "two"), "$.num_vcs: 'two' is not of type"),
     ("npu-schema", "npus/3.json", _set(["commands", 0, "waits"], ["x"]), "$.commands[0]"),
     ("wait", "npus/3.json", _send(lambda c: c["waits"].append(999)), "waits for command 999"),
