@@ -46,7 +46,7 @@ class FredOptions:
         if self.fix not in FIXES:
             raise FredError(f"--fred-fix {self.fix!r}: one of {', '.join(FIXES)}")
         if not (math.isfinite(self.time_limit_s) and 0 < self.time_limit_s <= 3600):
-            raise FredError(f"--cp-sat-limit {self.time_limit_s}: seconds, above 0")
+            raise FredError(f"CP-SAT time limit {self.time_limit_s}: seconds, above 0")
         if not 1 <= self.memory_bytes <= 1 << 30:
             raise FredError(f"--config-memory {self.memory_bytes}: between 1 B and 1 GiB")
         if self.priority not in PRIORITIES:
