@@ -34,6 +34,7 @@ import math
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from topologies.units import MAX_TIME_NS
 from workloads.model import CollKind, NodeKind, WNode, Workload, WorkloadError, describe
@@ -57,6 +58,23 @@ CollectiveTimer = Callable[[CollCall], float]
 
 P2pTimer = Callable[[int, int, int], float]
 """The delivery time in ns of a message (src NPU, dst NPU, bytes)."""
+
+
+class CommService(Protocol):
+    """Times collectives and messages that delay each other (`run_workload`'s ``service``):
+    told when each starts, it says when the next of them may finish (`next_ns`) and, moved
+    to that time (`advance`), which did: a finished collective as its `CollInstance`, a
+    finished message as the ``token`` it was started with."""
+
+    def start_collective(self, inst: CollInstance, now: float) -> None: ...
+
+    def start_message(
+        self, token: tuple[int, int], src: int, dst: int, nbytes: int, now: float
+    ) -> None: ...
+
+    def next_ns(self) -> float: ...
+
+    def advance(self, now: float) -> list[CollInstance | tuple[int, int]]: ...
 
 
 @dataclass(frozen=True)
@@ -179,10 +197,13 @@ def run_workload(
     *,
     roofline: Roofline | None = None,
     remote_mem: tuple[float, float] | None = None,
+    service: CommService | None = None,
 ) -> WorkloadRun:
     """Run ``w`` (checked by `workloads.model.check_workload` first) by the rules of the module
-    docstring. ``remote_mem``: (latency ns, bytes per ns) of per-NPU remote memory. Raises
-    WorkloadError when the run cannot finish (a node that never becomes ready)."""
+    docstring. ``remote_mem``: (latency ns, bytes per ns) of per-NPU remote memory. With a
+    ``service``, collectives and messages end when it says (``collective_time`` and
+    ``p2p_time`` are then unused). Raises WorkloadError when the run cannot finish (a node
+    that never becomes ready)."""
     n = w.num_npus
     pos = [{nd.id: i for i, nd in enumerate(nodes)} for nodes in w.ranks]
     succ: list[list[list[int]]] = [[[] for _ in nodes] for nodes in w.ranks]
@@ -214,6 +235,7 @@ def run_workload(
     # Point-to-point: arrived messages not yet received, and posted receives.
     arrived: dict[tuple[int, int, int, int], deque[float]] = defaultdict(deque)
     posted: dict[tuple[int, int, int, int], deque[int]] = defaultdict(deque)
+    in_service: dict[int, dict[int, int]] = {}  # id(instance) -> its members' nodes
 
     def push(t: float, kind: int, npu: int, i: int) -> None:
         nonlocal seq
@@ -265,13 +287,20 @@ def run_workload(
             coll_node[key][npu] = i
             if len(inst.issued) == len(inst.call.members):
                 inst.start_ns = now
-                inst.end_ns = now + float(collective_time(inst.call))
                 started.append(inst)
-                for m, j in coll_node.pop(key).items():
-                    push(inst.end_ns, _DONE, m, j)
+                if service is None:
+                    inst.end_ns = now + float(collective_time(inst.call))
+                    for m, j in coll_node.pop(key).items():
+                        push(inst.end_ns, _DONE, m, j)
+                else:
+                    in_service[id(inst)] = coll_node.pop(key)
+                    service.start_collective(inst, now)
                 del instances[key]
         elif k == NodeKind.SEND:
             assert nd.comm_dst is not None and nd.comm_size is not None
+            if service is not None:
+                service.start_message((npu, i), npu, nd.comm_dst, nd.comm_size, now)
+                return
             t = now + float(p2p_time(npu, nd.comm_dst, nd.comm_size))
             push(t, _DONE, npu, i)
             push(t, _SEND, npu, i)
@@ -302,7 +331,22 @@ def run_workload(
 
     for r in range(n):
         scan(r, 0.0)
-    while events:
+    while True:
+        t_service = service.next_ns() if service is not None else math.inf
+        if service is not None and t_service <= (events[0][0] if events else math.inf):
+            if math.isinf(t_service):
+                break
+            for x in service.advance(t_service):
+                if isinstance(x, CollInstance):
+                    x.end_ns = t_service
+                    for m, j in in_service.pop(id(x)).items():
+                        push(t_service, _DONE, m, j)
+                else:
+                    push(t_service, _DONE, *x)
+                    push(t_service, _SEND, *x)
+            continue
+        if not events:
+            break
         now, _, kind, npu, i = heapq.heappop(events)
         nd = w.ranks[npu][i]
         if kind == _SEND:

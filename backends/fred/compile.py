@@ -100,6 +100,26 @@ def route_phases(
     return out
 
 
+def route_with_fix(
+    phases: list[Phase], fabric: Fabric, o: FredOptions
+) -> tuple[int, str, list[dict[int, Routed]]]:
+    """Route ``phases`` at ``o.m``, raising m when ``o.fix`` is ``raise-m``: ``(m, fix used
+    or "", routed)``. Raises `FredUncolourable` naming the phase, switch, level and flows."""
+    m = o.m
+    fix = ""
+    while True:
+        try:
+            return m, fix, route_phases(phases, fabric, m, o)
+        except FredUncolourable as e:
+            if o.fix != "raise-m" or m >= MAX_M:
+                hint = "" if o.fix == "raise-m" else " (--fred-fix raise-m raises m)"
+                raise FredUncolourable(
+                    f"uncolourable at m={m}: {e.message}{hint}", e.level, e.flows
+                ) from None
+            m += 1
+            fix = f"raise-m to {m}"
+
+
 def compile_fred(
     program: Program, topology: Topology, options: FredOptions | None = None
 ) -> FredConfig:
@@ -112,20 +132,7 @@ def compile_fred(
         if not 0 <= n < topology.num_npus:
             raise FredError(f"rank {r} is placed on NPU {n}, which {topology.spec!r} lacks")
     phases, flows, _ = build_phases(program, fabric, o.priority)
-    m = o.m
-    fix = ""
-    while True:
-        try:
-            routed = route_phases(phases, fabric, m, o)
-            break
-        except FredUncolourable as e:
-            if o.fix != "raise-m" or m >= MAX_M:
-                hint = "" if o.fix == "raise-m" else " (--fred-fix raise-m raises m)"
-                raise FredUncolourable(
-                    f"uncolourable at m={m}: {e.message}{hint}", e.level, e.flows
-                ) from None
-            m += 1
-            fix = f"raise-m to {m}"
+    m, fix, routed = route_with_fix(phases, fabric, o)
     cfg = FredConfig(fabric, m, fix, phases, flows, routed)
     for per in routed:
         for rt in per.values():

@@ -52,12 +52,14 @@ class ProgramFlow:
 class Phase:
     """One phase: its configuration ``index`` (1-based; 0 is the switches' default unicast
     configuration), its priority class, its program flows and, per switch node, the local
-    flows the switch routes."""
+    flows the switch routes; ``after``: the positions of earlier phases one of its flows
+    waits for the result of (it may start only once they have delivered)."""
 
     index: int
     priority: str
     flows: list[int] = field(default_factory=list)
     at_switch: dict[int, list[LocalFlow]] = field(default_factory=dict)
+    after: set[int] = field(default_factory=set)
 
 
 def program_flows(program: Program) -> dict[int, ProgramFlow]:
@@ -120,6 +122,7 @@ def build_phases(
                 phases.append(Phase(first_index + p, priority))
                 allocs.append(PortAllocator(fabric))
             phases[p].flows.append(f)
+            phases[p].after.update(phase_of[g] for g in strict[f])
             for fs in switch_flows(fabric, tree, allocs[p], f):
                 phases[p].at_switch.setdefault(fs.switch, []).extend(fs.flows)
             phase_of[f] = p

@@ -11,18 +11,17 @@ exactly the sum of the flow's inputs is a `ReplayError` naming the switch, the p
 µSwitch (a wrong configuration is bad input); the collective's postcondition is checked at
 the end, and a wrong result is reported, not raised.
 
-**Time** (flow level, in ns; cycles are ns at a 1 GHz clock). A phase is pending once every
-FlowIn of its flows has been issued. A switch serves one phase at a time: the pending phase
-of the highest class (MP > PP > DP), earliest pending first, and a higher class preempts a
-lower one on every switch they share (the lower resumes where it stopped). A running phase
-holds its switches while its slowest flow streams, ``bytes / rate`` at the rate of the
-slowest port it crosses; its last byte arrives a tail later: the latency of the longest
-input-to-output path plus the fill of the piece pipeline, ``(links - 1) x piece / rate`` for
-pieces of `CostModel.flow_pieces`, as `collc simulate` models a flow (packets carry their
-phase's index, so the next phase may enter while this one drains). A FlowIn completes when
-it is issued (its data is read then), a FlowOut when its phase's last byte has arrived. Endpoint messages use the default unicast
-configuration: ``bytes / rate + latency`` along their path, with no contention. Local
-copies and reductions take no time.
+**Time** (flow level, in ns; cycles are ns at a 1 GHz clock), by
+`backends.fred.schedule`: a phase is pending once every FlowIn of its flows has been issued;
+each phase is its own configuration, so a switch serves one phase at a time, the highest
+class first (MP > PP > DP), then the earliest pending, and a higher class preempts a lower
+one (which resumes where it stopped). A phase streams for its slowest flow's ``bytes /
+rate`` and its last byte arrives a tail (path latency plus the piece pipeline's fill) later,
+as `collc simulate` models a flow (packets carry their phase's index, so the next phase may
+enter while this one drains). A FlowIn completes when it is issued (its data is read then),
+a FlowOut when its phase's last byte has arrived. Endpoint messages use the default unicast
+configuration: ``bytes / rate + latency`` along their path, with no contention. Local copies
+and reductions take no time.
 """
 
 from __future__ import annotations
@@ -36,9 +35,9 @@ import numpy as np
 
 from backends.fred.errors import FredError
 from backends.fred.execute import ElementError, run_network
-from backends.fred.fabric import Fabric, flow_rate_and_latency
-from backends.fred.phases import PRIORITIES
+from backends.fred.fabric import Fabric
 from backends.fred.read import FredFolder, read_fred
+from backends.fred.schedule import Job, PhasePlan, SwitchScheduler, message_plan, phase_plan
 from backends.replay.errors import ReplayError
 from backends.replay.types import LinkReport, ReplayOptions, ReplayResult
 from chakra_ir.collective import Contents, collective_from_dict, describe, merge
@@ -192,27 +191,12 @@ class _Replay:
         return out
 
     # -- time ----------------------------------------------------------------------------------
-    def phase_plan(self, index: int) -> tuple[float, float, set[int], list[tuple[int, int, float]]]:
-        """(streaming ns, tail ns, switches it holds, (link src, dst, busy ns) per link it
-        uses)."""
-        fab = self.fabric
-        dur = 0.0
-        tail = 0.0
-        switches: set[int] = set()
-        used: list[tuple[int, int, float]] = []
-        for f in self.phases[index]["flows"]:
-            fl = self.flows[f]
-            tree = fab.trees.tree(fl["inputs"], fl["outputs"])
-            rate, lat, nlinks = flow_rate_and_latency(fab, tree)
-            nbytes = fl["bytes"]
-            pieces = self.cost.flow_pieces(nbytes)
-            fill = (nlinks - 1) * pieces[0] / rate
-            dur = max(dur, nbytes / rate)
-            tail = max(tail, lat + fill)
-            for a, b in (*tree.up, *tree.down):
-                used.append((a, b, nbytes / fab.port_rate[(a, b)]))
-                switches.update(x for x in (a, b) if x in fab.switches)
-        return dur, tail, switches, used
+    def phase_plan(self, index: int) -> PhasePlan:
+        """The time of phase ``index`` (`backends.fred.schedule.phase_plan`)."""
+        flows = [self.flows[f] for f in self.phases[index]["flows"]]
+        return phase_plan(
+            self.fabric, [(f["inputs"], f["outputs"], f["bytes"]) for f in flows], self.cost
+        )
 
 
 def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
@@ -246,17 +230,12 @@ def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
     fin_left = {f: len(rp.fin[f]) for f in rp.flows}
     payloads: dict[int, dict[int, tuple[Contents, ...]]] = {f: {} for f in rp.flows}
     phase_left = {i: len(ph["flows"]) for i, ph in rp.phases.items()}
-    pending: dict[int, float] = {}  # phase -> remaining ns
-    pend_time: dict[int, float] = {}
     plans = {i: rp.phase_plan(i) for i in rp.phases}
     finished_phase: dict[int, float] = {}
     flow_out: dict[int, dict[int, Value]] = {}
     sends: dict[tuple[int, int, int], list[tuple[float, tuple[Contents, ...], int]]] = {}
     recvs: dict[tuple[int, int, int], list[tuple[float, tuple[int, int]]]] = {}
-    rank = {p: k for k, p in enumerate(PRIORITIES)}
     symbolic_error = ""
-    preemptions = 0
-    running: set[int] = set()
 
     def complete(key: tuple[int, int], t: float) -> None:
         done_at[key] = t
@@ -266,9 +245,8 @@ def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
                 push(t, "issue", u)
 
     def message_time(src: int, dst: int, nbytes: int) -> float:
-        tree = rp.fabric.trees.tree([src], [dst])
-        rate, lat, _ = flow_rate_and_latency(rp.fabric, tree)
-        return nbytes / rate + lat
+        plan = message_plan(rp.fabric, src, dst, nbytes)
+        return plan.stream_ns + plan.tail_ns
 
     def try_match(key3: tuple[int, int, int]) -> None:
         while sends.get(key3) and recvs.get(key3):
@@ -279,34 +257,24 @@ def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
             push(t, "recv-done", (rkey, payload, (src, sid)))
 
     now = 0.0
-    while events or pending:
-        # Which pending phases run: by class, then pending time, one phase per switch.
-        grant: set[int] = set()
-        held: set[int] = set()
-        for i in sorted(pending, key=lambda x: (rank[rp.phases[x]["priority"]], pend_time[x], x)):
-            sws = plans[i][2]
-            if not sws & held:
-                grant.add(i)
-                held |= sws
-        preemptions += len((running & pending.keys()) - grant)
-        running = grant
+    sched = SwitchScheduler()
+    while events or sched.busy():
         t_next = events[0][0] if events else float("inf")
-        t_fin = min((now + pending[i] for i in grant), default=float("inf"))
-        t = min(t_next, t_fin)
-        if t == float("inf"):
-            break
-        for i in grant:
-            pending[i] -= t - now
-        now = t
-        for i in sorted(grant):
-            if pending[i] <= 1e-9:
-                del pending[i]
-                push(now + plans[i][1], "phase-done", i)
-                for a, b, busy in plans[i][3]:
+        t_sched = sched.next_ns()
+        if t_sched <= t_next:
+            now = t_sched
+            streamed, finished = sched.advance(now)
+            for job in streamed:
+                i = job.config
+                for a, b, busy in job.plan.links:
                     rp.link_busy[(a, b)] = rp.link_busy.get((a, b), 0.0) + busy
                     rp.link_spans.setdefault((a, b), []).append(
-                        (round(now - plans[i][0]), round(now), i)
+                        (round(now - job.plan.stream_ns), round(now), i)
                     )
+            for job in finished:
+                push(now, "phase-done", job.config)
+        else:
+            now = t_next
         while events and events[0][0] <= now:
             _, _, kind, what = heapq.heappop(events)
             if kind == "phase-done":
@@ -361,8 +329,8 @@ def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
                             ph = rp.flows[f]["phase"]
                             phase_left[ph] -= 1
                             if phase_left[ph] == 0:
-                                pending[ph] = plans[ph][0]
-                                pend_time[ph] = now
+                                prio = rp.phases[ph]["priority"]
+                                sched.add(Job(ph, ph, prio, plans[ph]), now)
                     elif op == "flow-out":
                         f = c["flow"]
                         if rp.flows[f]["phase"] in finished_phase:
@@ -446,7 +414,7 @@ def replay_fred(folder: Path, options: ReplayOptions) -> ReplayResult:
             "fix": h["fix"],
             "phases": len(rp.phases),
             "flows": len(rp.flows),
-            "preemptions": preemptions,
+            "preemptions": sched.preemptions,
             "phase_finish_ns": {str(i): t for i, t in sorted(finished_phase.items())},
             "switches": {s["name"]: s["config_bytes"] for s in h["switches"]},
             "memory_bytes": h["memory_bytes"],

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from collc import registry
-from collc.options import max_transfers_option
+from collc.options import max_transfers_option, size_callback
 from collc.printing import phases, us
 from topologies.cost_model import COMPLETIONS
 from topologies.errors import CollcError
@@ -178,6 +178,32 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
     is_flag=True,
     help="Analytical: run every NPU, not one per class of identical NPUs (same result).",
 )
+@click.option(
+    "--fred-phases",
+    is_flag=True,
+    help="FRED: the switches' phases from which groups' collectives overlap, served by "
+    "priority MP > PP > DP (docs/fred.md; needs --algorithm fred-innetwork).",
+)
+@click.option("--fred-m", type=int, default=3, show_default=True, help="FRED: m of FRED_m.")
+@click.option(
+    "--fred-priority",
+    type=click.Choice(list(registry.FRED_PRIORITIES)),
+    default="dp",
+    show_default=True,
+    help="FRED: the class of groups whose role (tp, dp) the workload does not name.",
+)
+@click.option(
+    "--fred-preempt/--fred-no-preempt",
+    default=True,
+    show_default=True,
+    help="FRED: a higher class takes the switches from a lower one.",
+)
+@click.option(
+    "--config-memory",
+    default=None,
+    callback=size_callback,
+    help="FRED: configuration memory per switch (1536 B).",
+)
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Perfetto trace.")
 @click.option("--json", "as_json", is_flag=True)
 def simulate_cmd(
@@ -200,6 +226,11 @@ def simulate_cmd(
     roofline: bool | None,
     remote_mem: str | None,
     full: bool,
+    fred_phases: bool,
+    fred_m: int,
+    fred_priority: str,
+    fred_preempt: bool,
+    config_memory: int | None,
     timeline: Path | None,
     as_json: bool,
 ) -> None:
@@ -242,25 +273,60 @@ def simulate_cmd(
         if config.roofline
         else None
     )
-    from collc.workload_run import run_on_topology
+    fred: dict[str, Any] | None = None
+    if fred_phases and model == "analytical":
+        raise CollcError(
+            "--fred-phases: the switches' phases need collc's collectives, not --model analytical"
+        )
+    if fred_phases:
+        from backends.fred.compile import FredOptions
+        from workloads.fred_phases import FredPhaseOptions, fred_report, run_fred_phases
 
-    done = run_on_topology(
-        w,
-        topo,
-        model,
-        config=config,
-        algos=algos,
-        classes=classes,
-        completion=completion,
-        chunks_per_npu=chunks_per_npu,
-        seed=seed,
-        max_transfers=max_transfers,
-        roofline=roof,
-        remote_mem=mem,
-        full=full,
-        phase=phase,
-    )
-    run, sim, programs, shortcut = done.run, done.sim, done.programs, done.shortcut
+        cost = pipeline.cost_model_for(completion)
+        make = pipeline.program_for(
+            topo,
+            algos,
+            cost=cost,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            max_transfers=max_transfers,
+        )
+        fo = FredOptions(m=fred_m, fix="raise-m")
+        if config_memory is not None:
+            fo = FredOptions(m=fred_m, fix="raise-m", memory_bytes=config_memory)
+        done_f = run_fred_phases(
+            w,
+            topo,
+            make,
+            cost=cost,
+            options=FredPhaseOptions(fo, preempt=fred_preempt, unknown=fred_priority),
+            roofline=roof,
+            remote_mem=mem,
+            phase=phase,
+        )
+        run, programs = done_f.run, done_f.programs
+        fred = fred_report(done_f)
+        sim, shortcut = None, "none"
+    else:
+        from collc.workload_run import run_on_topology
+
+        done = run_on_topology(
+            w,
+            topo,
+            model,
+            config=config,
+            algos=algos,
+            classes=classes,
+            completion=completion,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            max_transfers=max_transfers,
+            roofline=roof,
+            remote_mem=mem,
+            full=full,
+            phase=phase,
+        )
+        run, sim, programs, shortcut = done.run, done.sim, done.programs, done.shortcut
     phase(None)
     data = summary(w, run, sim=sim)
     data["model"] = model
@@ -271,6 +337,9 @@ def simulate_cmd(
     else:
         data["system"] = _config_json(config)
         data["symmetry_shortcut"] = shortcut
+    if fred is not None:
+        data["model"] = "fred-phases"
+        data["fred"] = fred
     if timeline is not None:
         write_timeline(timeline, w, run, sim)
         data["files"] = [str(timeline)]
@@ -331,6 +400,21 @@ def _print(d: dict[str, Any]) -> None:
         )
         for lk in links["busiest"][:5]:
             click.echo(f"    {lk['src']}->{lk['dst']}  {lk['utilization']:.1%}")
+    fred = d.get("fred")
+    if fred:
+        per = ", ".join(f"{v} {k}" for k, v in sorted(fred["configurations_per_class"].items()))
+        fix = f", {fred['fix']}" if fred["fix"] else ""
+        click.echo(
+            f"  FRED phases: {fred['configurations']} configurations ({per}) at m={fred['m']}"
+            f"{fix}; {fred['preemptions']} preemptions; alone {us(fred['uncontended_iteration_ns'])}"
+        )
+        click.echo("  switch    ports  configurations  bytes / budget")
+        for sw in fred["switches"]:
+            over = "" if sw["fits"] else "  OVER"
+            click.echo(
+                f"    {sw['name']:<6} {sw['ports']:>5}  {sw['configurations']:>14}  "
+                f"{sw['bytes']:>5,} / {sw['budget_bytes']:,}{over}"
+            )
     for f in d.get("files", []):
         click.echo(f"wrote {f}")
     click.echo(f"  ({d['seconds']} s)")
