@@ -170,7 +170,7 @@ def test_three_kinds_at_once_are_served_mp_then_pp_then_dp() -> None:
     mp = max(e[g] for g in e if g.startswith("mp"))
     assert mp == pytest.approx(max(alone[g] for g in alone if g.startswith("mp")), rel=1e-9)
     assert e["dp"] > alone["dp"] and mp < e["dp"]
-    pp_arrive = max(r.run.ends[n][0] for n in range(11, 20, 2))  # the receives
+    pp_arrive = max(r.run.ends[n][-1] for n in range(11, 20, 2))  # the receives
     assert mp < pp_arrive < e["dp"]
     assert r.preemptions == 0  # all pending at t=0: served by class, nothing interrupted
     # Without preemption the queue is first come (the sends were issued first, the DP group
