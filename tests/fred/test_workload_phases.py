@@ -219,6 +219,10 @@ def test_cli_gpt_on_fred_d(gpt: Path) -> None:
     assert all(s["fits"] for s in f["switches"])
     # Pass 2 is never faster than every collective alone.
     assert d["iteration_ns"] >= f["uncontended_iteration_ns"] - 1e-6
+    small = CliRunner().invoke(cli, [*args, "--fred-phases", "--config-memory", "32", "--json"])
+    assert small.exit_code == 0, small.output
+    fits = {s["name"]: s["fits"] for s in json.loads(small.output)["fred"]["switches"]}
+    assert fits["L2"] is False and fits["L1-0"] is (by["L1-0"]["bytes"] <= 32)
     text = CliRunner().invoke(cli, [*args, "--fred-phases", "--fred-no-preempt"])
     assert text.exit_code == 0, text.output
     assert "FRED phases:" in text.output and "L2" in text.output
