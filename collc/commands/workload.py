@@ -280,6 +280,7 @@ def simulate_cmd(
         )
     if fred_phases:
         from backends.fred.compile import FredOptions
+        from collc import pipeline
         from workloads.fred_phases import FredPhaseOptions, fred_report, run_fred_phases
 
         cost = pipeline.cost_model_for(completion)
