@@ -164,6 +164,7 @@ YamlDocument = _Document
 """A YAML (or JSON) file read with the position of every entry, for other readers of
 configuration files (`explore.cost`, `explore.libra_inputs`)."""
 
+
 def _describe(key: Key) -> str:
     out = ""
     for part in key:
