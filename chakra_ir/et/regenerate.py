@@ -14,6 +14,7 @@ package ``ChakraProtoMsg``, and both can be imported in one process.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,21 +30,24 @@ def regenerate(out_dir: Path | None = None) -> list[Path]:
 
     Raises RuntimeError when protoc fails.
     """
-    from grpc_tools import protoc  # type: ignore[import-untyped]
-
     target = HERE if out_dir is None else Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         args = [
-            "protoc",
             f"--proto_path={ROOT}",
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
             str(PROTO.relative_to(ROOT)),
         ]
-        status = protoc.main(args)
-        if status != 0:
-            raise RuntimeError(f"protoc failed with status {status}: {' '.join(args)}")
+        # protoc runs in a child process: grpc_tools' bundled protobuf and ortools' cannot share
+        # one process (loading both aborts it), and the tests load ortools.
+        done = subprocess.run(
+            [sys.executable, "-m", "grpc_tools.protoc", *args], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"protoc failed with status {done.returncode}: {' '.join(args)}\n{done.stderr}"
+            )
         made = Path(tmp) / PROTO.parent.relative_to(ROOT)
         out = []
         for name in GENERATED:
