@@ -43,7 +43,14 @@ def compile_all(
     def on_xml(state: ProgramState) -> str | None:
         if hooks.xml_emitter() is None:
             return None
-        return hooks.emit_xml(lower(state, src, interp.stdout, True, as_custom=as_custom))
+        try:
+            compiled = lower(state, src, interp.stdout, True, as_custom=as_custom)
+        except CompileError:
+            # msccl-tools' examples call XML() before Check(): a program that is wrong so far
+            # prints nothing here and runs on, so that its Check() (or, without one, the
+            # lowering of the finished program) reports what is wrong.
+            return None
+        return hooks.emit_xml(compiled)
 
     interp = Interpreter(src, list(argv), lim, on_xml)
     try:

@@ -116,7 +116,13 @@ class CallEvaluator(ExpressionEvaluator):
                 if inspect.ismethod(v):
                     return Builtin(name, v)
                 return v
-        raise ApiError(f"'{type_name(obj)}' object has no attribute '{name}'")
+        hint = self.none_hint(name) if obj is None else ""
+        raise ApiError(f"'{type_name(obj)}' object has no attribute '{name}'{hint}")
+
+    def none_hint(self, attribute: str) -> str:
+        """Why a value is None where the program reads ``attribute`` of it ("" here; the
+        interpreter asks the MSCCLang API)."""
+        return ""
 
     @staticmethod
     def _class_lookup(mro: list[UserClass | BuiltinClass], name: str) -> object:
@@ -220,6 +226,8 @@ class CallEvaluator(ExpressionEvaluator):
     def _api_error(
         self, e: ApiError, fn: Callable[..., object], node: N.Node | None, shift: int = 0
     ) -> CompileError:
+        if e.at is not None:
+            return self.source.error(e.message, *e.at)
         target: N.Node | N.Keyword | None = node
         if isinstance(node, N.Call) and e.arg is not None:
             index: int | None = e.arg if isinstance(e.arg, int) else None

@@ -117,6 +117,9 @@ class Interpreter(StatementExecutor):
         except Exception as e:  # a bug of collc's, reported at the program's line
             raise self.error(f"internal error: {type(e).__name__}: {e}", self.current) from e
 
+    def none_hint(self, attribute: str) -> str:
+        return self.api.none_hint(attribute)
+
     def _modules(self, argv: Sequence[str]) -> dict[str, Namespace]:
         mods = dict(self.api.modules())
         mods["math"] = make_math(self)

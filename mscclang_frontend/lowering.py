@@ -36,6 +36,7 @@ from chakra_ir.collective import (
 from chakra_ir.program import NO_HINTS, Hints, Program, ProgramBuilder, Slice
 from chakra_ir.verify import VerifyError, verify
 from mscclang_frontend.errors import CompileError, Source
+from mscclang_frontend.msccl_check import more_wrong, wrong_outputs
 from mscclang_frontend.msccl_program import COPY, ProgramState, RecordedOp
 from mscclang_frontend.msccl_types import BufferName, Chunk, ThreadblockPolicy, slot_contents
 from mscclang_frontend.xml.collective import run_symbolically
@@ -379,16 +380,39 @@ def lower(
         if pos is None:
             line, col = state.position
             pos = source.pos(line, col)
+        if e.check == "semantics" and not as_custom:
+            raise _wrong_result(state, source, pos, e.message, layout) from None
         message = _logical_indices(e.message, state, layout)
-        hint = ""
-        if e.check == "semantics" and not state.check_called and state.base is not None:
-            hint = (
-                f" (the program never calls Check(), so it may compute something other than "
-                f"{state.coll_name}; --as-custom compiles it as a custom collective whose "
-                "postcondition is what it computes)"
-            )
-        raise CompileError(f"the compiled program does not verify: {message}{hint}", pos) from None
+        raise CompileError(f"the compiled program does not verify: {message}", pos) from None
     return compiled
+
+
+def _wrong_result(
+    state: ProgramState, source: Source, pos: SourcePos, message: str, layout: _Layout
+) -> CompileError:
+    """The error of a program whose result is not its collective's: the first wrong output
+    slot as the program's own indices name it, at the call that last wrote it.
+
+    Only a program that ran to its end without calling ``Check()`` is pointed at
+    ``--as-custom`` (msccl-tools' pipeline examples comment their ``Check()`` out on purpose);
+    one that calls it, even after ``XML()``, is simply wrong.
+    """
+    wrong = wrong_outputs(state)
+    if wrong:
+        first = wrong[0]
+        more = more_wrong(len(wrong) - 1)
+        text = f"the program does not compute {state.coll_name}: {first.describe()}{more}"
+        if first.writer is not None:
+            pos = source.pos(first.writer.line, first.writer.col)
+    else:
+        text = f"the compiled program does not verify: {_logical_indices(message, state, layout)}"
+    if not state.check_called and state.finished and state.base is not None:
+        text += (
+            f" (the program never calls Check(); if it is meant to compute something other "
+            f"than {state.coll_name}, --as-custom compiles it as a custom collective whose "
+            "postcondition is what it computes)"
+        )
+    return CompileError(text, pos)
 
 
 _SLOT = re.compile(r"\b(input|output)\[(\d+)\]")

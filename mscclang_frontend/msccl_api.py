@@ -51,6 +51,7 @@ from mscclang_frontend.msccl_types import (
     ThreadblockPolicy,
     as_bool,
     as_int,
+    buffer_label,
     make_chunk,
     make_reduce_chunk,
     slot_contents,
@@ -169,8 +170,22 @@ class MscclApi(ApiState):
             pi = i
         lst = prog.buffers[r].get(key)
         if lst is None or pi >= len(lst) or lst[pi] is None:
+            line, _ = self.runtime.call_position()
+            self.last_empty = (line, f"rank {r}'s {buffer_label(key)}[{i}]")
             return None
         return Ref(prog, r, key, pi, n)
+
+    def none_hint(self, attribute: str) -> str:
+        """Why a program holds None where it calls a chunk reference's method: the last
+        ``chunk()`` that returned None ("" when the attribute is not a reference's or no
+        ``chunk()`` returned None)."""
+        if self.last_empty is None or attribute not in EXPOSED[Ref]:
+            return ""
+        line, what = self.last_empty
+        return (
+            f"; chunk() returns None for a slot that holds no chunk, and the last one that did "
+            f"(line {line}) asked for {what}, which no copy or reduce has written yet"
+        )
 
     def check(self) -> bool:
         return msccl_check.check(self._active("Check()"))

@@ -56,6 +56,9 @@ class ApiState:
         self.programs: list[ProgramState] = []
         self.xml_requested = False
         self.xml_position: tuple[int, int] | None = None
+        # The last chunk() that found its slot empty and returned None: its line and what
+        # it asked for, to explain a later "'NoneType' object has no attribute 'copy'".
+        self.last_empty: tuple[int, str] | None = None
 
     def _active(self, what: str) -> ProgramState:
         if self.current is None:

@@ -20,13 +20,18 @@ class ApiError(Exception):
     """A wrong use of a builtin or of the MSCCLang API.
 
     The interpreter turns it into a `CompileError` at the call; ``arg`` (a positional index
-    or a parameter name) moves the caret onto that argument when the call spells it out.
+    or a parameter name) moves the caret onto that argument when the call spells it out;
+    ``at`` (line, column) places the error elsewhere in the program, at the line that caused
+    it (``Check()`` points at the call that wrote a wrong slot).
     """
 
-    def __init__(self, message: str, arg: int | str | None = None) -> None:
+    def __init__(
+        self, message: str, arg: int | str | None = None, at: tuple[int, int] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.arg = arg
+        self.at = at
 
 
 @dataclass(eq=False)

@@ -161,7 +161,10 @@ with MSCCLProgram("ag", fully_connected(2), AllGather(2, 1, False), 1):
 """
     err = compile_error(PRELUDE + body)
     assert err.pos is not None and (err.pos.line, err.pos.column) == (7, 5)
-    assert err.message.startswith("Check() failed: 2 output chunks wrong; first: rank 0 chunk 1")
+    assert err.message == (
+        "Check() at line 7 failed: rank 0 output chunk 1 holds nothing instead of chunk(1,0); "
+        "no copy or reduce wrote it (1 more output chunk is wrong)"
+    )
     assert err.stdout == (
         "Rank 0 chunk 1 is incorrect: expected chunk(1,0), found empty\n"
         "Rank 1 chunk 1 is incorrect: expected chunk(1,0), found empty\n"
