@@ -8,10 +8,14 @@ reference XML, at a Python that has msccl-tools installed::
         --msccl-python /tmp/venv/bin/python [--all]
 
 For every run it prints whether collc compiles the program unchanged (and verifies it),
-whether msccl-tools' XML imports into collc, and whether the two are equivalent at chunk level
-(`mscclang_frontend.compare`). ``--all`` adds every other ``.py`` under
-``examples/mscclang`` (not ``mscclpp/``) with the arguments given in ``--args-file`` (lines
-``relative/path.py arg ...``) or none.
+whether msccl-tools' XML imports into collc, whether the two are equivalent at chunk level
+(`mscclang_frontend.compare`), whether the XML headers agree (``coll``, ``inplace``,
+``outofplace``, ``nchunksperloop``, ``nchannels`` aside, and each GPU's ``i_chunks``,
+``o_chunks``, ``s_chunks``) and how many fused steps (``rcs``, ``rrs``, ``rrcs``) each XML
+has. ``--all`` adds every other ``.py`` under ``examples/mscclang`` (not ``mscclpp/``) with the
+arguments given in ``--args-file`` (lines ``relative/path.py arg ...``) or none; ``--extra
+"path arg ..."`` (repeatable) adds programs outside the checkout, by default collc's own
+broadcast tree (tests/mscclang/programs/broadcast_tree.py 7 1 1).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ import json
 import re
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import collc.exporters  # noqa: F401  (registers the XML writer that XML() and emit_xml use)
 from chakra_ir.program import Program
-from mscclang_frontend import CompileError, compile_file_all
+from mscclang_frontend import CompiledProgram, CompileError, compile_file_all, hooks
 from mscclang_frontend.compare import compare
 from mscclang_frontend.xml import read_xml
 from topologies.errors import CollcError
@@ -64,16 +70,40 @@ def _reference(python: str, path: Path, argv: list[str]) -> list[str] | None:
     return [d + "\n" for d in docs]
 
 
-def _compile(path: Path, argv: list[str]) -> tuple[list[Program] | None, str]:
+def _compile(path: Path, argv: list[str]) -> tuple[list[CompiledProgram] | None, str]:
     try:
-        return [c.program for c in compile_file_all(path, argv)], "compiles"
+        return compile_file_all(path, argv), "compiles"
     except CompileError as e:
         reason = str(e).splitlines()[0]
     try:
-        programs = [c.program for c in compile_file_all(path, argv, as_custom=True)]
+        programs = compile_file_all(path, argv, as_custom=True)
         return programs, f"refused by default ({reason}); compiles with --as-custom"
     except CompileError:
         return None, f"refused: {reason}"
+
+
+FUSED = ("rcs", "rrs", "rrcs")
+GPU_SIZES = ("i_chunks", "o_chunks", "s_chunks")
+HEADER = ("coll", "inplace", "outofplace", "nchunksperloop", "ngpus", "proto")
+
+
+def fused_steps(doc: str) -> int:
+    """How many steps of the XML are fused receive-and-send steps."""
+    root = ET.fromstring(doc)
+    return sum(1 for st in root.iter("step") if st.get("type") in FUSED)
+
+
+def header_differences(mine: str, theirs: str) -> list[str]:
+    """The header and per-GPU buffer-size attributes on which two XML documents differ."""
+    a, b = ET.fromstring(mine), ET.fromstring(theirs)
+    out = [f"{k} {a.get(k)} vs {b.get(k)}" for k in HEADER if a.get(k) != b.get(k)]
+    ga = {g.get("id"): g for g in a.iter("gpu")}
+    for g in b.iter("gpu"):
+        m = ga.get(g.get("id"))
+        for k in GPU_SIZES:
+            if m is None or m.get(k) != g.get(k):
+                out.append(f"gpu {g.get('id')} {k} {None if m is None else m.get(k)} vs {g.get(k)}")
+    return out
 
 
 def main() -> None:
@@ -82,14 +112,20 @@ def main() -> None:
     ap.add_argument("--msccl-python", default=None, help="a Python with msccl-tools installed")
     ap.add_argument("--all", action="store_true", help="every example, not only the CI runs")
     ap.add_argument("--args-file", type=Path, default=None)
+    ap.add_argument("--extra", action="append", default=None, help='"path arg ..." to add')
     a = ap.parse_args()
     base = a.upstream / "examples" / "mscclang"
     counts = {"runs": 0, "compile": 0, "as_custom": 0, "reference": 0, "import": 0}
     counts.update({"equivalent": 0, "equivalent_but_scratch": 0})
+    counts.update({"same_header": 0, "same_header_but_scratch": 0})
+    counts.update({"fused_collc": 0, "fused_msccl": 0})
     with tempfile.TemporaryDirectory() as tmp:
-        for rel, argv in _runs(a.upstream, a.all, a.args_file):
+        runs = [(base / rel, rel, argv) for rel, argv in _runs(a.upstream, a.all, a.args_file)]
+        for spec in a.extra if a.extra is not None else [DEFAULT_EXTRA]:
+            head, *rest = spec.split()
+            runs.append((Path(head), head, rest))
+        for path, rel, argv in runs:
             counts["runs"] += 1
-            path = base / rel
             ours, how = _compile(path, argv)
             if ours is not None:
                 counts["compile" if how == "compiles" else "as_custom"] += 1
@@ -104,9 +140,15 @@ def main() -> None:
     print(" ".join(f"{k}={v}" for k, v in counts.items()))
 
 
+DEFAULT_EXTRA = str(
+    Path(__file__).parent.parent / "tests/mscclang/programs/broadcast_tree.py 7 1 1"
+)
+
+
 def _against(
-    docs: list[str], ours: list[Program] | None, stem: Path, counts: dict[str, int]
+    docs: list[str], compiled: list[CompiledProgram] | None, stem: Path, counts: dict[str, int]
 ) -> str:
+    ours = None if compiled is None else [c.program for c in compiled]
     theirs: list[Program] = []
     for k, doc in enumerate(docs):
         xml = stem.with_suffix(f".{k}.xml")
@@ -134,7 +176,18 @@ def _against(
         counts["equivalent"] += 1
     elif all(v.startswith("equivalent") for v in verdicts):
         counts["equivalent_but_scratch"] += 1
-    return "imports, " + "; ".join(verdicts)
+    assert compiled is not None
+    mine = [hooks.emit_xml(c) or "" for c in compiled]
+    diffs = [d for m, t in zip(mine, docs, strict=True) for d in header_differences(m, t)]
+    if not diffs:
+        counts["same_header"] += 1
+    elif all("s_chunks" in d for d in diffs):
+        counts["same_header_but_scratch"] += 1
+    fused = (sum(map(fused_steps, mine)), sum(map(fused_steps, docs)))
+    counts["fused_collc"] += fused[0]
+    counts["fused_msccl"] += fused[1]
+    head = "same header" if not diffs else f"header differs ({len(diffs)}: {'; '.join(diffs[:3])})"
+    return f"imports, {'; '.join(verdicts)}; {head}; fused steps {fused[0]} vs {fused[1]}"
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ def import_xml(
     imported = read_xml(path, root=root, limits=limits)
     seconds["import"] = time.perf_counter() - t
     o = imported.options
-    msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name}
+    msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name, "inplace": o.inplace}
     extra = {"source": str(path), "msccl": msccl, "notes": list(imported.notes)}
     if imported.warnings:
         extra["warnings"] = list(imported.warnings)

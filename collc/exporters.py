@@ -10,6 +10,7 @@ from pathlib import Path
 
 from backends.msccl_xml import XmlOptions, program_to_xml
 from backends.msccl_xml import export as export_xml
+from chakra_ir.collective import CollectiveKind
 from chakra_ir.outdir import Manifest
 from chakra_ir.program import Program
 from mscclang_frontend import hooks
@@ -59,8 +60,18 @@ def _msccl_xml(
         fusion=fusion,
         min_bytes=o.min_bytes,
         max_bytes=o.max_bytes,
+        inplace=_custom_inplace(program, msccl),
     )
     return export_xml(program, topology, out, options)
+
+
+def _custom_inplace(program: Program, msccl: dict[str, object]) -> bool | None:
+    """The header's in-place flag of a custom collective that was compiled or imported in
+    place (collc runs it out of place, as msccl-tools does; the flag picks the runtime call);
+    None for every other program (its collective says)."""
+    if program.collective.kind is not CollectiveKind.CUSTOM or "inplace" not in msccl:
+        return None
+    return bool(msccl["inplace"])
 
 
 def _astra_sim(
@@ -124,12 +135,13 @@ EXPORTERS: dict[str, Exporter] = {
 
 def _emit_compiled_xml(c: CompiledProgram) -> str:
     """What MSCCLang's ``XML()`` prints: the program as MSCCL-IR XML."""
-    custom = c.program.collective.kind.value == "custom"
+    custom = c.program.collective.kind is CollectiveKind.CUSTOM
     options = XmlOptions(
         name=c.name,
         proto=str(c.options.get("protocol", "Simple")),
         fusion=bool(c.options.get("instr_fusion", True)),
         coll="custom" if custom else "",
+        inplace=_custom_inplace(c.program, c.options),
     )
     return program_to_xml(c.program, options)
 

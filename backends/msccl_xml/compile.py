@@ -178,7 +178,7 @@ def _build(
         nchunksperloop=max(nchunks, 1),
         ngpus=p.num_ranks,
         coll=coll,
-        inplace=p.collective.inplace,
+        inplace=p.collective.inplace if options.inplace is None else options.inplace,
         header_extras=options.header_extras,
         min_bytes=options.min_bytes,
         max_bytes=options.max_bytes,

@@ -32,7 +32,8 @@ from backends.msccl_xml.errors import XmlExportError
 from backends.msccl_xml.graph import Graph
 from backends.msccl_xml.model import XGpu, XStep, XTb
 from backends.msccl_xml.threadblocks import Step, Tb
-from chakra_ir.collective import Buffer
+from chakra_ir.collective import Buffer, CollectiveKind
+from mscclang_frontend.xml import format as fmt
 from mscclang_frontend.xml.depgraph import DepCycle, Item, schedule
 
 
@@ -117,7 +118,10 @@ def build_gpu(g: Graph, rank: int, tbs: list[Tb]) -> XGpu:
     """The ``<gpu>`` of ``rank``: buffer sizes and threadblocks.
 
     Sizes are the Program's; in place, the buffer that aliases into the other one has size 0
-    (MSCCLang names every slot by the buffer that holds it).
+    (MSCCLang names every slot by the buffer that holds it). A custom collective's input and
+    output sizes are what the GPU's steps use, as msccl-tools writes them (0 on a GPU that does
+    not touch the buffer): the runtime only checks the steps' offsets against them, and takes
+    the chunk size from ``nchunksperloop``, the largest of them.
     """
     p = g.program
     c = p.collective
@@ -126,4 +130,23 @@ def build_gpu(g: Graph, rank: int, tbs: list[Tb]) -> XGpu:
         for b in (Buffer.INPUT, Buffer.OUTPUT):
             if c.physical(rank, b, 0)[0] is not b:
                 sizes[b] = 0
-    return XGpu(rank, sizes[0], sizes[1], sizes[2], build_steps(g, rank, tbs))
+    xtbs = build_steps(g, rank, tbs)
+    if c.kind is CollectiveKind.CUSTOM:
+        used = _used_extent(xtbs)
+        sizes[Buffer.INPUT] = used[Buffer.INPUT]
+        sizes[Buffer.OUTPUT] = used[Buffer.OUTPUT]
+    return XGpu(rank, sizes[0], sizes[1], sizes[2], xtbs)
+
+
+def _used_extent(tbs: list[XTb]) -> list[int]:
+    """Per buffer, one past the last chunk the steps read or write on this GPU (a send's
+    destination is the peer's, not counted)."""
+    used = [0, 0, 0]
+    for tb in tbs:
+        for st in tb.steps:
+            kind = fmt.STEP_TYPES[st.type]
+            if kind.reads_src:
+                used[st.srcbuf] = max(used[st.srcbuf], st.srcoff + st.cnt)
+            if kind.recv or kind.local:
+                used[st.dstbuf] = max(used[st.dstbuf], st.dstoff + st.cnt)
+    return used

@@ -621,6 +621,7 @@ class _Lowering:
                 header_extras=algo.extras_present,
                 min_bytes=algo.min_bytes,
                 max_bytes=algo.max_bytes,
+                inplace=algo.inplace,
             )
         except CollcError as e:
             raise XmlError(e.message, algo.pos) from None

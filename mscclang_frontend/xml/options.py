@@ -22,7 +22,10 @@ class XmlOptions:
     write a custom collective, which the runtime does not know), ``header_extras`` (write
     ``outofplace``, ``minBytes`` and ``maxBytes``, which msccl-executor-nccl and RCCL require),
     ``min_bytes``/``max_bytes`` (the message sizes for which the runtime selects the algorithm;
-    ``max_bytes=0`` means no upper bound).
+    ``max_bytes=0`` means no upper bound), ``inplace`` (the header's ``inplace``/``outofplace``
+    flags, which pick the call the runtime serves with the file; None: the program's collective
+    says; a custom collective compiled or imported in place keeps its flag here, since collc
+    runs it out of place as msccl-tools does).
 
     Compilation: ``fusion`` fuses a receive with the send that forwards it (``rcs``, ``rrcs``,
     ``rrs``) like MSCCLang's ``instr_fusion``. ``check_deadlock`` simulates the threadblock-
@@ -38,6 +41,7 @@ class XmlOptions:
     header_extras: bool = True
     min_bytes: int = 0
     max_bytes: int = 0
+    inplace: bool | None = None
     fusion: bool = True
     check_deadlock: bool = True
     buffer_slots: int = 1

@@ -73,6 +73,7 @@ def test_header_becomes_options() -> None:
         coll="allreduce",
         header_extras=True,
         max_bytes=1099511627776,
+        inplace=True,
     )
     two = read_xml(DATA / "msccl_allgather_ring_2ch.xml").options
     assert (two.proto, two.max_bytes) == ("LL128", 1048576)
