@@ -30,6 +30,7 @@ from pathlib import Path
 
 import collc.exporters  # noqa: F401  (registers the XML writer that XML() and emit_xml use)
 from chakra_ir.program import Program
+from chakra_ir.verify import verify
 from mscclang_frontend import CompiledProgram, CompileError, compile_file_all, hooks
 from mscclang_frontend.compare import compare
 from mscclang_frontend.xml import read_xml
@@ -135,7 +136,8 @@ def main() -> None:
                 ref = "msccl-tools fails"
             elif docs is not None:
                 counts["reference"] += 1
-                ref = _against(docs, ours, Path(tmp) / rel.replace("/", "_"), counts)
+                stem = Path(tmp) / rel.replace("/", "_")
+                ref = _against(docs, ours, stem, counts, as_custom=how != "compiles")
             print(f"{rel} {' '.join(argv)}: {how}; {ref}", flush=True)
     print(" ".join(f"{k}={v}" for k, v in counts.items()))
 
@@ -146,17 +148,30 @@ DEFAULT_EXTRA = str(
 
 
 def _against(
-    docs: list[str], compiled: list[CompiledProgram] | None, stem: Path, counts: dict[str, int]
+    docs: list[str],
+    compiled: list[CompiledProgram] | None,
+    stem: Path,
+    counts: dict[str, int],
+    as_custom: bool = False,
 ) -> str:
+    """msccl-tools' XML (read ``--as-custom`` when collc compiled the program so, and
+    verified) against collc's compiled programs."""
     ours = None if compiled is None else [c.program for c in compiled]
     theirs: list[Program] = []
+    unverified = ""
     for k, doc in enumerate(docs):
         xml = stem.with_suffix(f".{k}.xml")
         xml.write_text(doc)
         try:
-            theirs.append(read_xml(xml).program)
+            theirs.append(read_xml(xml, as_custom=as_custom).program)
         except CollcError as e:
             return f"import refused: {str(e).splitlines()[0]}"
+        try:
+            verify(theirs[-1])
+        except CollcError as e:
+            unverified = (
+                unverified or f"; msccl-tools' XML fails verification: {getattr(e, 'check', e)}"
+            )
     counts["import"] += 1
     if ours is None:
         return f"{len(docs)} reference XML imports"
@@ -187,7 +202,8 @@ def _against(
     counts["fused_collc"] += fused[0]
     counts["fused_msccl"] += fused[1]
     head = "same header" if not diffs else f"header differs ({len(diffs)}: {'; '.join(diffs[:3])})"
-    return f"imports, {'; '.join(verdicts)}; {head}; fused steps {fused[0]} vs {fused[1]}"
+    fused_text = f"fused steps {fused[0]} vs {fused[1]}"
+    return f"imports{unverified}, {'; '.join(verdicts)}; {head}; {fused_text}"
 
 
 if __name__ == "__main__":

@@ -106,22 +106,33 @@ def import_xml(
     topology: str | None = None,
     root: int | None = None,
     limits: Any = None,
+    as_custom: bool = False,
 ) -> Result:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified result; ``limits``
-    (a `mscclang_frontend.xml.XmlLimits`) bound the file. What the MSCCL runtime would refuse
+    (a `mscclang_frontend.xml.XmlLimits`) bound the file; ``as_custom`` as in `read_xml`. What the MSCCL runtime would refuse
     is listed in ``manifest.extra["warnings"]``; verification failures name the step."""
     from mscclang_frontend.xml import locate_xml_error, read_xml
 
     seconds: dict[str, float] = {}
     t = time.perf_counter()
-    imported = read_xml(path, root=root, limits=limits)
+    imported = read_xml(path, root=root, limits=limits, as_custom=as_custom)
     seconds["import"] = time.perf_counter() - t
     o = imported.options
     msccl = {"protocol": o.proto, "instr_fusion": o.fusion, "name": o.name, "inplace": o.inplace}
+    if as_custom:
+        msccl["as_custom"] = True
+        msccl["collective"] = o.coll
     extra = {"source": str(path), "msccl": msccl, "notes": list(imported.notes)}
     if imported.warnings:
         extra["warnings"] = list(imported.warnings)
     try:
         return _adopt(imported.program, topology, size_bytes, "msccl-xml", seconds, extra)
     except VerifyError as e:
-        raise locate_xml_error(e, imported, path) from None
+        err = locate_xml_error(e, imported, path)
+        kind = imported.program.collective.kind.value
+        if e.check == "semantics" and kind != "custom":
+            err.message += (
+                f" (if the file is meant to compute something other than {kind}, "
+                "--as-custom reads it as the custom collective it computes)"
+            )
+        raise err from None

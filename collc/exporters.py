@@ -15,6 +15,7 @@ from chakra_ir.outdir import Manifest
 from chakra_ir.program import Program
 from mscclang_frontend import hooks
 from mscclang_frontend.lowering import CompiledProgram
+from mscclang_frontend.xml.format import COLL_NAMES, RUNTIME_COLL
 from topologies import Topology
 
 
@@ -134,13 +135,20 @@ EXPORTERS: dict[str, Exporter] = {
 
 
 def _emit_compiled_xml(c: CompiledProgram) -> str:
-    """What MSCCLang's ``XML()`` prints: the program as MSCCL-IR XML."""
-    custom = c.program.collective.kind is CollectiveKind.CUSTOM
+    """What MSCCLang's ``XML()`` prints: the program as MSCCL-IR XML, with the header
+    msccl-tools writes (``coll`` names the program's MSCCLang collective, also when it was
+    compiled ``--as-custom``; ``custom`` for custom collectives)."""
+    coll = ""
+    if c.program.collective.kind is CollectiveKind.CUSTOM:
+        coll = "custom"
+        kind = COLL_NAMES.get(str(c.options.get("collective", "")))
+        if c.options.get("as_custom") and kind is not None and kind in RUNTIME_COLL:
+            coll = RUNTIME_COLL[kind]
     options = XmlOptions(
         name=c.name,
         proto=str(c.options.get("protocol", "Simple")),
         fusion=bool(c.options.get("instr_fusion", True)),
-        coll="custom" if custom else "",
+        coll=coll,
         inplace=_custom_inplace(c.program, c.options),
     )
     return program_to_xml(c.program, options)

@@ -51,7 +51,7 @@ class CompiledProgram:
     settings (``protocol``, ``instances``, ``threadblock_policy`` as "auto"/"manual",
     ``instr_fusion``, ``interleaved_replication``, ``check_xml``, ``dependence_nop``) and
     facts about it (``collective`` as MSCCLang names it, ``chunk_factor``, ``inplace``,
-    ``num_ranks``, ``topology``); ``stdout`` what the program printed (print, Check, XML);
+    ``num_ranks``, ``topology``, ``as_custom`` when compiled ``--as-custom``); ``stdout`` what the program printed (print, Check, XML);
     ``xml_requested`` whether it called ``XML()``; ``recorded_ops`` how many copy/reduce calls
     it made (before replication).
     """
@@ -338,7 +338,7 @@ def _as_custom(
             f"--as-custom: the program's result cannot be computed: {e.message}", line, col
         ) from None
     return custom_collective(
-        state.num_ranks, pre, post, name=_name(state.name or state.coll_name), inplace=inplace
+        state.num_ranks, pre, post, name=_name(f"{state.coll_name}-as-custom"), inplace=inplace
     )
 
 
@@ -360,13 +360,15 @@ def lower(
     """
     layout = _Layout(state)
     collective = _collective(state, layout, source)
+    options = _options(state)
     if as_custom and collective.kind is not CollectiveKind.CUSTOM:
         collective = _as_custom(state, collective, layout, source)
+        options["as_custom"] = True
     program, sites = _build(state, collective, layout, source)
     compiled = CompiledProgram(
         program,
         state.name,
-        _options(state),
+        options,
         stdout,
         xml_requested,
         len(state.ops),

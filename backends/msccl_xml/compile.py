@@ -59,10 +59,21 @@ def header(program: Program, options: XmlOptions) -> tuple[str, str]:
             f"as anyway (--coll, one of {', '.join(fmt.RUNTIME_COLL.values())})"
         )
     if c.kind is CollectiveKind.CUSTOM:
+        what = f" {c.name!r}" if c.name and c.name != "custom" else ""
+        # --as-custom names its collective "<the standard collective>-as-custom".
+        origin, _, tail = (c.name or "").rpartition("-as-custom")
+        header = (
+            f"; --coll {fmt.RUNTIME_COLL[fmt.COLL_NAMES[origin]]} writes what msccl-tools "
+            f"writes for it"
+            if not tail and fmt.COLL_NAMES.get(origin) in fmt.RUNTIME_COLL
+            else ""
+        )
         raise XmlExportError(
-            f"the MSCCL runtime has no custom collectives: the program implements "
-            f"{c.name or 'a custom collective'!r}; name the runtime collective it stands for "
-            f"(collc export --coll, one of {', '.join(fmt.RUNTIME_COLL.values())})"
+            f"the program computes the custom collective{what}; say what the XML's coll "
+            f"names (--coll): the runtime collective it stands for, one of "
+            f"{', '.join(fmt.RUNTIME_COLL.values())}, or custom, as msccl-tools writes custom "
+            "collectives (collc and msccl-tools read it back; msccl-executor-nccl loads only "
+            f"the runtime collectives){header}"
         )
     return name, fmt.RUNTIME_COLL[c.kind]
 

@@ -30,6 +30,12 @@ from topologies.errors import CollcError
     default=None,
     help="Size of the XML file (default 64 MiB).",
 )
+@click.option(
+    "--as-custom",
+    is_flag=True,
+    help="Read a file whose coll names a standard collective as the custom collective it "
+    "computes from that collective's input (docs/mscclang.md).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def import_cmd(
     xml: Path,
@@ -39,6 +45,7 @@ def import_cmd(
     root: int | None,
     max_chunks: int | None,
     max_xml_bytes: int | None,
+    as_custom: bool,
     as_json: bool,
 ) -> None:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl) into a verified output folder."""
@@ -53,7 +60,9 @@ def import_cmd(
         max_buffer_chunks=max_chunks or base.max_buffer_chunks,
         max_total_chunks=max(base.max_total_chunks, 16 * (max_chunks or 0)),
     )
-    result = pipeline.import_xml(xml, size_bytes=size, topology=topology, root=root, limits=limits)
+    result = pipeline.import_xml(
+        xml, size_bytes=size, topology=topology, root=root, limits=limits, as_custom=as_custom
+    )
     for warning in result.manifest.extra.get("warnings", []):
         click.echo(f"collc: warning: {xml}: {warning}", err=True)
     files = pipeline.write(result, out)

@@ -15,17 +15,17 @@ from topologies.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mscclang_frontend.xml.errors import XmlError as XmlError
+    from mscclang_frontend.xml.imported import ImportedProgram as ImportedProgram
+    from mscclang_frontend.xml.imported import locate_xml_error as locate_xml_error
     from mscclang_frontend.xml.limits import XmlLimits as XmlLimits
-    from mscclang_frontend.xml.lower import ImportedProgram as ImportedProgram
-    from mscclang_frontend.xml.lower import locate_xml_error as locate_xml_error
     from mscclang_frontend.xml.lower import read_xml as read_xml
     from mscclang_frontend.xml.options import XmlOptions as XmlOptions
 
 _LAZY: dict[str, str] = {
     "XmlError": "mscclang_frontend.xml.errors",
     "XmlLimits": "mscclang_frontend.xml.limits",
-    "ImportedProgram": "mscclang_frontend.xml.lower",
-    "locate_xml_error": "mscclang_frontend.xml.lower",
+    "ImportedProgram": "mscclang_frontend.xml.imported",
+    "locate_xml_error": "mscclang_frontend.xml.imported",
     "read_xml": "mscclang_frontend.xml.lower",
     "XmlOptions": "mscclang_frontend.xml.options",
 }

@@ -225,3 +225,40 @@ def run_symbolically(p: Program) -> list[list[Contents | None]]:
         [mem[r].get(c.physical(r, Buffer.OUTPUT, j)) for j in range(c.output_chunks(r))]
         for r in range(p.num_ranks)
     ]
+
+
+def derive_as_custom(
+    algo: AlgoEl, standard: Collective, build: Callable[[Collective], Program]
+) -> tuple[Collective, str]:
+    """The custom collective a file computes from ``standard``'s input (``--as-custom``): its
+    precondition is the standard collective's, its postcondition what the steps leave in the
+    outputs. In place only when the alias is slot for slot (an all-reduce), which a custom
+    collective can express."""
+    n = algo.ngpus
+    sizes = [(standard.input_chunks(r), standard.output_chunks(r)) for r in range(n)]
+    if standard.inplace and (
+        standard.kind is not CollectiveKind.ALLREDUCE or any(i != o for i, o in sizes)
+    ):
+        raise XmlError(
+            f"--as-custom: an in-place {standard.kind.value} aliases slots at per-rank offsets, "
+            "which a custom collective cannot express; it takes out-of-place files and in-place "
+            "all-reduces",
+            algo.pos,
+        )
+    pre = [standard.initial_input(r) for r in range(n)]
+    blank = custom_collective(
+        n, pre, [[None] * o for _, o in sizes], name="custom", inplace=standard.inplace
+    )
+    try:
+        post = run_symbolically(build(blank))
+    except CollcError as e:
+        raise XmlError(
+            f"--as-custom: the file's result cannot be computed: {e.message}", algo.pos
+        ) from None
+    derived = custom_collective(
+        n, pre, post, name=f"{algo.coll}-as-custom", inplace=standard.inplace
+    )
+    return derived, (
+        f"read --as-custom: a custom collective whose input is the {standard.describe()}'s and "
+        "whose postcondition is what the file computes"
+    )

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,33 +59,11 @@ from mscclang_frontend.xml import collective as coll_mod
 from mscclang_frontend.xml import format as fmt
 from mscclang_frontend.xml.depgraph import DepCycle, Item, schedule
 from mscclang_frontend.xml.errors import XmlError
+from mscclang_frontend.xml.imported import ImportedProgram
 from mscclang_frontend.xml.limits import XmlLimits
 from mscclang_frontend.xml.options import XmlOptions
 from mscclang_frontend.xml.parse import AlgoEl, GpuEl, StepEl, check_local_operands, parse_algo
 from topologies.errors import CollcError, SourcePos
-
-
-@dataclass(frozen=True)
-class ImportedProgram:
-    """A Program read from MSCCL-IR XML, the writer options that reproduce its header, and
-    notes about liberties taken (``rrs`` stores its sum, trailing ``nop`` steps dropped, a
-    custom collective derived...)."""
-
-    program: Program
-    options: XmlOptions
-    notes: tuple[str, ...] = ()
-    sites: tuple[tuple[tuple[int, int, SourcePos], ...], ...] = field(default=(), compare=False)
-    warnings: tuple[str, ...] = ()
-
-    def locate(self, rank: int, op: int) -> tuple[str, SourcePos] | None:
-        """Where operation ``op`` of ``rank`` comes from: ``"gpu g threadblock t step s"``
-        and the step's position in the file (None when unknown or a TACCL ``<copy>``)."""
-        if not 0 <= rank < len(self.sites) or not 0 <= op < len(self.sites[rank]):
-            return None
-        tb, step, pos = self.sites[rank][op]
-        if tb < 0:
-            return f"gpu {rank} <copy>", pos
-        return f"gpu {rank} threadblock {tb} step {step}", pos
 
 
 @dataclass
@@ -101,30 +78,6 @@ class _Op:
     cross: set[Item] = field(default_factory=set)
 
 
-_OP_REF = re.compile(r"rank (\d+) op (\d+)")
-
-
-def locate_xml_error(
-    err: CollcError, imported: ImportedProgram, path: str | os.PathLike[str]
-) -> XmlError:
-    """``err`` (a `VerifyError` about ``imported.program``) as an `XmlError` at the step of
-    the file the failing operation came from: ``file:line:col: gpu g threadblock t step s:
-    ...``, or ``file: gpu g: ...`` when the failure is a rank's final buffer."""
-    rank = getattr(err, "rank", -1)
-    op = getattr(err, "op", -1)
-    found = imported.locate(rank, op) if rank >= 0 and op >= 0 else None
-    if found is not None:
-        where, pos = found
-
-        def step_of(m: re.Match[str]) -> str:
-            other = imported.locate(int(m.group(1)), int(m.group(2)))
-            return m.group(0) if other is None else f"{m.group(0)} [{other[0]}]"
-
-        return XmlError(f"{where}: {_OP_REF.sub(step_of, err.message)}", pos)
-    prefix = f"gpu {rank}: " if rank >= 0 else ""
-    return XmlError(f"{prefix}{err.message}", SourcePos(str(path)))
-
-
 def read_xml(
     source: str | os.PathLike[str],
     filename: str | None = None,
@@ -132,12 +85,17 @@ def read_xml(
     root: int | None = None,
     srcbuf_trap: bool = False,
     limits: XmlLimits | None = None,
+    as_custom: bool = False,
 ) -> ImportedProgram:
     """Read MSCCL-IR XML (msccl-tools, TACCL, ForestColl, collc) into a Program.
 
     ``source`` is a path, or the XML text itself when it is a `str` starting with ``<``;
     ``filename`` names it in errors. ``root`` gives the root of a rooted collective when the
-    XML does not tell it. ``limits`` bound the file and its buffer sizes (`XmlLimits`). Raises `XmlError` (with file, line and column) for malformed or
+    XML does not tell it. ``limits`` bound the file and its buffer sizes (`XmlLimits`).
+    ``as_custom`` reads a file whose header names a standard collective as the custom
+    collective it computes from that collective's input (`collective.derive_as_custom`), for
+    files that run something else under a standard name (msccl-tools' pipeline examples).
+    Raises `XmlError` (with file, line and column) for malformed or
     inconsistent XML: unknown step types, bad attributes, offsets outside the buffers, a send
     without its receive (per peer and channel), a dependency on a missing step or a cycle, two
     threadblocks sharing a peer and channel. The Program is not verified here: pass it to
@@ -163,14 +121,17 @@ def read_xml(
         except UnicodeDecodeError as e:
             raise XmlError(f"{path} is not UTF-8 text: {e.reason}", SourcePos(name)) from None
     algo = parse_algo(text, name, limits)
-    return _Lowering(algo, srcbuf_trap, root).run()
+    return _Lowering(algo, srcbuf_trap, root, as_custom).run()
 
 
 class _Lowering:
-    def __init__(self, algo: AlgoEl, srcbuf_trap: bool, root: int | None) -> None:
+    def __init__(
+        self, algo: AlgoEl, srcbuf_trap: bool, root: int | None, as_custom: bool = False
+    ) -> None:
         self.algo = algo
         self.trap = srcbuf_trap
         self.root = root
+        self.as_custom = as_custom
         self.notes: list[str] = []
         # per gpu: per threadblock, its operations; a trailing extra list holds TACCL copies
         self.ops: list[list[list[_Op]]] = []
@@ -220,7 +181,11 @@ class _Lowering:
             self.drop_self_copies(collective)
         for gpu, tbs in zip(algo.gpus, self.ops, strict=True):
             self.dependencies(gpu, tbs)
-        if collective is None:
+        if self.as_custom:
+            standard = collective or self.standard_or_refuse()
+            collective, note = coll_mod.derive_as_custom(algo, standard, self.build)
+            self.note(note)
+        elif collective is None:
             collective = self.collective()
         return self.build(collective)
 
@@ -523,6 +488,23 @@ class _Lowering:
             return None
         uses, senders, receivers = self.slot_uses()
         c, _ = coll_mod.fit_standard(self.algo, kind, uses, senders, receivers, self.root)
+        return c
+
+    def standard_or_refuse(self) -> Collective:
+        """The standard collective the header names (``as_custom``); XmlError when there is
+        none or it does not fit the file."""
+        kind = coll_mod.named_kind(self.algo)
+        if kind is None or kind.value == "custom":
+            raise XmlError(
+                f"--as-custom reads a file whose coll names a standard collective, to take its "
+                f"input; coll={self.algo.coll!r} names none (the file is read as a custom "
+                "collective without --as-custom)",
+                self.algo.pos,
+            )
+        uses, senders, receivers = self.slot_uses()
+        c, why = coll_mod.fit_standard(self.algo, kind, uses, senders, receivers, self.root)
+        if c is None:
+            raise XmlError(f"--as-custom: the {self.algo.coll} does not fit: {why}", self.algo.pos)
         return c
 
     def slot_uses(self) -> tuple[list[coll_mod.SlotUse], set[int], set[int]]:

@@ -116,7 +116,7 @@ def test_custom_collective_needs_a_name() -> None:
     b.recv(1, 0, Slice(O, 0))
     p = b.build()
     verify(p)
-    with pytest.raises(XmlExportError, match=r"no custom collectives.*collc export --coll"):
+    with pytest.raises(XmlExportError, match=r"the custom collective 'shift'; .*\(--coll\)"):
         program_to_xml(p)
     assert 'coll="sendrecv"' in program_to_xml(p, XmlOptions(coll="sendrecv"))
 
