@@ -1,19 +1,22 @@
 """Instruction fusion: a receive and the send that forwards what it received become one step.
 
-A receive R into slot X fuses with a send S of X (same slots, same count) when S is R's only
-dependant and S waits for nothing R does not (S's other dependencies are R's): running S as
-part of R is then exactly R followed at once by S. Manual threadblock hints must agree, and so
-must explicit channel hints. The fused step is
+A receive R into slot X fuses with a send S of X (same slots, same count) when S is one of R's
+dependants (a reducing receive: its only one) and S waits for nothing R does not (S's other
+dependencies are R's): running S as part of R is then exactly R followed at once by S, and R's
+other dependants find X written as before. Manual threadblock hints must agree, and so must
+explicit channel hints. The fused step is
 
-- ``rcs`` for a plain receive (store X, forward it);
+- ``rcs`` for a plain receive (store X, forward it), with the first fitting send among its
+  dependants in program order (msccl-tools' choice);
 - ``rrcs`` for a reducing receive (X <- recv (+) X, forward it);
 - ``rrs`` for a reducing receive whose sum is dead: a writer W of the rank overwrites all of X
   after S (W depends on S, directly or not), and every other access to X on the rank comes
   before R or after W by dependencies; ``rrs`` forwards the sum without storing it.
 
 These are MSCCLang's instruction-fusion rules (msccl-tools), stated on dependencies: its
-"only successor" is "only dependant", and its ``rrs`` pattern (the send's successor is a
-receive into the slot) is the dead-sum test.
+"only successor" of a reducing receive is "only dependant", its ``rcs`` takes any successor,
+and its ``rrs`` pattern (the send's successor is a receive into the slot) is the dead-sum
+test.
 """
 
 from __future__ import annotations
@@ -42,15 +45,17 @@ def find_fusions(g: Graph) -> dict[int, Fusion]:
         if not r_node.receives:
             continue
         dependants = g.dependents[r_node.gid]
-        if len(dependants) != 1:
+        if r_node.kind is Kind.RECV:
+            # A plain receive stores what it forwards, so its other dependants still find
+            # the slot written: the first fitting send fuses, as in msccl-tools.
+            s_id = next((d for d in dependants if _compatible(r_node, g.nodes[d])), -1)
+            if s_id >= 0:
+                out[r_node.gid] = Fusion("rcs", r_node.gid, s_id)
+            continue
+        if len(dependants) != 1 or not _compatible(r_node, g.nodes[dependants[0]]):
             continue
         s_node = g.nodes[dependants[0]]
-        if not _compatible(r_node, s_node):
-            continue
-        if r_node.kind is Kind.RECV:
-            kind = "rcs"
-        else:
-            kind = "rrs" if dead.is_dead(r_node, s_node) else "rrcs"
+        kind = "rrs" if dead.is_dead(r_node, s_node) else "rrcs"
         out[r_node.gid] = Fusion(kind, r_node.gid, s_node.gid)
     return out
 
