@@ -103,9 +103,34 @@ def compile_program(program: Program, options: XmlOptions) -> tuple[XAlgo, Graph
     )
 
 
+def _beyond_any_spread(g: Graph, options: XmlOptions) -> None:
+    """Refuse, before any search, a program no channel spreading can fit: a rank sends each
+    peer's messages from the threadblocks that own that peer, one per channel, so more than
+    ``max_channels * max_steps_per_tb`` messages from one rank to another (after splitting to
+    the count limit) cannot fit, and likewise for the receiving side."""
+    per_pair: dict[tuple[int, int], int] = {}
+    for msg in g.messages:
+        key = (msg.src, msg.dst)
+        per_pair[key] = per_pair.get(key, 0) + 1
+    if not per_pair:
+        return
+    (a, b), count = max(per_pair.items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))
+    room = options.max_channels * options.max_steps_per_tb
+    if count > room:
+        raise XmlLimitError(
+            f"rank {a} sends {count} messages to rank {b}, and the runtime can hold at most "
+            f"{room} ({options.max_channels} channels, each with one threadblock sending to "
+            f"rank {b}, of at most {options.max_steps_per_tb} steps each); cut the program "
+            "into fewer, larger messages",
+            "steps",
+        )
+
+
 def _fit_limits(
     g: Graph, fusions: dict[int, Fusion], split: bool, options: XmlOptions, name: str, coll: str
 ) -> XAlgo:
+    if not g.hinted:
+        _beyond_any_spread(g, options)
     spread = Spread()
     first = None
     while True:
