@@ -119,7 +119,8 @@ def _beyond_any_spread(g: Graph, options: XmlOptions) -> None:
     if count > room:
         raise XmlLimitError(
             f"rank {a} sends {count} messages to rank {b}, and the runtime can hold at most "
-            f"{room} ({options.max_channels} channels, each with one threadblock sending to "
+            f"{room} ({options.max_channels} channel{'s' if options.max_channels > 1 else ''}, "
+            f"each with one threadblock sending to "
             f"rank {b}, of at most {options.max_steps_per_tb} steps each); cut the program "
             "into fewer, larger messages",
             "steps",

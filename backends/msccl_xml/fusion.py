@@ -7,7 +7,8 @@ other dependants find X written as before. Manual threadblock hints must agree, 
 explicit channel hints. The fused step is
 
 - ``rcs`` for a plain receive (store X, forward it), with the first fitting send among its
-  dependants in program order (msccl-tools' choice);
+  dependants in program order (msccl-tools' choice), or another fitting one when only that
+  one's peer shares a threadblock with the receive's (`threadblocks.plan_threadblocks`);
 - ``rrcs`` for a reducing receive (X <- recv (+) X, forward it);
 - ``rrs`` for a reducing receive whose sum is dead: a writer W of the rank overwrites all of X
   after S (W depends on S, directly or not), and every other access to X on the rank comes
@@ -35,6 +36,7 @@ class Fusion:
     kind: str  # "rcs", "rrcs" or "rrs"
     recv: int
     send: int
+    others: tuple[int, ...] = ()  # further sends an rcs may take instead (threadblocks decide)
 
 
 def find_fusions(g: Graph) -> dict[int, Fusion]:
@@ -48,9 +50,9 @@ def find_fusions(g: Graph) -> dict[int, Fusion]:
         if r_node.kind is Kind.RECV:
             # A plain receive stores what it forwards, so its other dependants still find
             # the slot written: the first fitting send fuses, as in msccl-tools.
-            s_id = next((d for d in dependants if _compatible(r_node, g.nodes[d])), -1)
-            if s_id >= 0:
-                out[r_node.gid] = Fusion("rcs", r_node.gid, s_id)
+            fits = [d for d in dependants if _compatible(r_node, g.nodes[d])]
+            if fits:
+                out[r_node.gid] = Fusion("rcs", r_node.gid, fits[0], tuple(fits[1:]))
             continue
         if len(dependants) != 1 or not _compatible(r_node, g.nodes[dependants[0]]):
             continue

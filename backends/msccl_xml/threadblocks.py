@@ -11,7 +11,8 @@ is ordered, which TB owns each connection:
   claiming one (peer, channel), are "Illegal threadblock assignment" errors.
 - Fused steps need their receive peer and send peer in one TB: per GPU and channel, the
   (receive peer, send peer) pairs of fused steps are accepted most frequent first while each
-  peer is still free; the fused steps of rejected pairs are unfused.
+  peer is still free; the fused steps of rejected pairs are unfused unless the remaining
+  connections (below) put their two peers in one TB anyway.
 - The other connections get their own TBs; in ``merge`` mode (MSCCLang's compact layout) a
   GPU's remaining send peers and receive peers on a channel are paired in peer order, so a
   TB often sends to and receives from the same peer.
@@ -157,10 +158,6 @@ def plan_threadblocks(
         tb = layout.new_tb(rank, c)
         tb.recv, tb.send = p, q
         layout.recv_tb[rc] = layout.send_tb[sc] = tb
-    for key, f in fusions.items():
-        r, s = g.nodes[f.recv], g.nodes[f.send]
-        if r.tb >= 0 or paired_recv.get((r.rank, r.peer, channels[r.msg])) == s.peer:
-            layout.fusions[key] = f
     # The remaining connections.
     sends: dict[tuple[int, int], set[int]] = defaultdict(set)
     recvs: dict[tuple[int, int], set[int]] = defaultdict(set)
@@ -189,4 +186,18 @@ def plan_threadblocks(
                 layout.send_tb[(rank, q, c)] = tb
             if p >= 0:
                 layout.recv_tb[(rank, p, c)] = tb
+    # A fusion holds when one TB owns both of its connections: a pair accepted above, or a
+    # receive peer and a send peer that the remaining connections happened to couple.
+    taken: set[int] = set()
+    for key, f in fusions.items():
+        r = g.nodes[f.recv]
+        owner = layout.recv_tb.get((r.rank, r.peer, channels[r.msg]))
+        for send in (f.send, *f.others):
+            s = g.nodes[send]
+            if send not in taken and (
+                r.tb >= 0 or owner is layout.send_tb.get((s.rank, s.peer, channels[s.msg]))
+            ):
+                layout.fusions[key] = Fusion(f.kind, f.recv, send)
+                taken.add(send)
+                break
     return layout

@@ -253,9 +253,15 @@ def test_threadblock_limit_splits_peers_across_channels() -> None:
 
 
 def test_limits_that_cannot_be_met() -> None:
-    with pytest.raises(XmlLimitError, match=r"has 12\d steps; the runtime allows 64") as info:
-        program_to_xml(ring_allgather(4, 30), XmlOptions(max_channels=1))
+    # 60 messages a pair pass the count (64 per channel) but not the threadblock's steps.
+    with pytest.raises(XmlLimitError, match=r"has 8\d steps; the runtime allows 64") as info:
+        program_to_xml(ring_allgather(4, 20), XmlOptions(max_channels=1))
     assert info.value.limit == "steps"
+    # One channel cannot hold 90 messages from one rank to the next: refused by the count.
+    with pytest.raises(
+        XmlLimitError, match=r"rank 0 sends 90 messages to rank 1, .* at most 64 \(1 channel, "
+    ):
+        program_to_xml(ring_allgather(4, 30), XmlOptions(max_channels=1))
     hinted = manual_ring_allgather(3)
     with pytest.raises(XmlLimitError, match="hints fix its layout") as info2:
         program_to_xml(hinted, XmlOptions(max_steps_per_tb=2))
