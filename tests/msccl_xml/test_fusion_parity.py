@@ -67,3 +67,21 @@ def test_reducing_receive_with_several_readers_stays_unfused() -> None:
     types = _types(text)
     assert types["rrcs"] == types["rrs"] == 0 and types["rrc"] == 1
     verify(read_xml(text).program)
+
+
+@pytest.mark.parametrize(
+    ("n", "cf", "seed", "inplace"),
+    [(6, 2, 833820, False), (4, 2, 209763, False), (4, 2, 437206, True), (5, 3, 819166, False)],
+)
+def test_written_back_fuses_the_same_steps(n: int, cf: int, seed: int, inplace: bool) -> None:
+    # Random trees whose receives forward to several children: the program read back from
+    # the XML is a fixed point of writing and reading (the fused send chosen does not depend
+    # on how operations are numbered).
+    import random
+
+    from tests.msccl_xml.programs import tree_allreduce
+
+    p = tree_allreduce(n, cf, random.Random(seed), inplace=inplace)
+    q = read_xml(program_to_xml(p)).program
+    verify(q)
+    assert read_xml(program_to_xml(q)).program == q
