@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from chakra_ir.program import Program
+from chakra_ir.verify_error import Race as Race
 from chakra_ir.verify_error import VerifyError as VerifyError
 from chakra_ir.verify_execution import Checker
 from chakra_ir.verify_execution import MessageTrace as MessageTrace
@@ -88,6 +89,16 @@ def message_contents(program: Program) -> MessageTrace:
         if was_enabled:
             gc.enable()
     return trace
+
+
+def verify_races(program: Program) -> None:
+    """The structure, progress and race checks of `verify`, without the symbolic contents:
+    for executors that compute contents in their own order (``backends.hwprog``) and need
+    every race found whatever the contents. Raises `VerifyError`; a race carries
+    `VerifyError.race`."""
+    checker = Checker(program)
+    match = checker.structure()
+    checker.run(match, semantics=False)
 
 
 def verify_routes(program: Program, topology: Topology) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from chakra_ir.collective import Contents, describe, merge
-from chakra_ir.verify_error import VerifyError
+from chakra_ir.verify_error import Race, VerifyError
 from chakra_ir.verify_memory import SymbolicMemory, _slot_name
 from chakra_ir.verify_structure import (
     COPY,
@@ -113,12 +113,17 @@ class Checker(StructureChecker):
             raise self.deadlock(ran, match)
         return np.array(out, dtype=np.int64)
 
-    def run(self, match: np.ndarray, trace: MessageTrace | None = None) -> None:
+    def run(
+        self, match: np.ndarray, trace: MessageTrace | None = None, *, semantics: bool = True
+    ) -> None:
         """Symbolic execution and race checks, over the operations in execution order.
 
         With ``trace``, the contents every Send and FlowIn carries, and the contents every
         reducing Recv finds in its slots before it reduces, are recorded there (by global op
-        index) for cost models that weigh a message by what it carries (``payloads``).
+        index) for cost models that weigh a message by what it carries (``payloads``). With
+        ``semantics=False`` only the races are checked (no chunk contents, no postcondition):
+        an executor that checks contents in its own order (``backends.hwprog``) needs every
+        race found, whatever the contents.
 
         Operations are renumbered by their position in `order` so that the loop walks its
         arrays front to back (millions of operations scattered over ranks would otherwise
@@ -191,13 +196,22 @@ class Checker(StructureChecker):
         def fail(check: str, i: int, message: str) -> VerifyError:
             return self.fail(check, perm_l[i], message)
 
-        def race(a: int, b: int, addr: int) -> VerifyError:
-            return fail(
+        def race(a: int, b: int, addr: int, what: str) -> VerifyError:
+            ga, gb = perm_l[a], perm_l[b]
+            _, ra, la = self.where(ga)
+            _, rb, lb = self.where(gb)
+            reads = what == "read-after-write"
+            buf = int((p.src_buf if reads else p.dst_buf)[gb])
+            start = src[b] if reads else dst[b]
+            index = int((p.src_index if reads else p.dst_index)[gb]) + addr - start
+            err = fail(
                 "race",
                 b,
                 f"{self.slot_name(addr, rank_base)} is also accessed by "
-                f"{self.where(perm_l[a])[0]} and the two are not ordered by dependencies",
+                f"{self.where(ga)[0]} and the two are not ordered by dependencies",
             )
+            err.race = Race((ra, la), (rb, lb), buf, index, what)
+            return err
 
         for i in range(n):
             k = kind[i]
@@ -209,7 +223,7 @@ class Checker(StructureChecker):
             if k != RECV and k != RECV_REDUCE and k != FLOW_OUT:
                 a = src[i]
                 for addr in range(a, a + cnt):
-                    if mem[addr] is None:
+                    if semantics and mem[addr] is None:
                         raise fail(
                             "semantics",
                             i,
@@ -217,23 +231,27 @@ class Checker(StructureChecker):
                         )
                     w = last_w[addr]
                     if w >= 0 and w not in direct and not reaches(w, i):
-                        raise race(w, i, addr)
+                        raise race(w, i, addr, "read-after-write")
                     rs = readers[addr]
                     if rs is None:
                         readers[addr] = [i]
                     else:
                         rs.append(i)
                 if k == SEND:
-                    inflight[i] = mem[a : a + cnt]
-                    if trace is not None:
-                        trace.carried[perm_l[i]] = inflight[i]  # type: ignore[assignment]
+                    if semantics:
+                        inflight[i] = mem[a : a + cnt]
+                        if trace is not None:
+                            trace.carried[perm_l[i]] = inflight[i]  # type: ignore[assignment]
                     continue
                 if k == FLOW_IN:
-                    if trace is not None:
-                        trace.carried[perm_l[i]] = mem[a : a + cnt]  # type: ignore[assignment]
-                    self.contribute(flow_sum, flow_of[i], mem[a : a + cnt], perm_l[i])
+                    if semantics:
+                        if trace is not None:
+                            trace.carried[perm_l[i]] = mem[a : a + cnt]  # type: ignore[assignment]
+                        self.contribute(flow_sum, flow_of[i], mem[a : a + cnt], perm_l[i])
                     continue
                 payload = mem[a : a + cnt]
+            elif not semantics:
+                payload = []
             elif k == FLOW_OUT:
                 payload = flow_sum[flow_of[i]]  # type: ignore[assignment]
             else:
@@ -250,13 +268,15 @@ class Checker(StructureChecker):
                     # ordering every reader before i orders the writer too.
                     for x in rs:
                         if x != i and x not in direct and not reaches(x, i):
-                            raise race(x, i, addr)
+                            raise race(x, i, addr, "write-after-read")
                     readers[addr] = None
                 else:
                     w = last_w[addr]
                     if w >= 0 and w != i and w not in direct and not reaches(w, i):
-                        raise race(w, i, addr)
+                        raise race(w, i, addr, "write-after-write")
                 last_w[addr] = i
+                if not semantics:
+                    continue
                 if plain:
                     mem[addr] = payload[j]
                 else:
@@ -278,7 +298,8 @@ class Checker(StructureChecker):
                             f"which already holds {describe(have)}: a contribution would count twice",
                         )
                     mem[addr] = merged
-        memory.check_postcondition()
+        if semantics:
+            memory.check_postcondition()
 
     def slot_name(self, addr: int, rank_base: list[int]) -> str:
         return _slot_name(self.p.buffer_sizes, addr, rank_base)

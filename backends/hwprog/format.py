@@ -5,7 +5,8 @@ version: ``{"format": "collc-hwprog", "version": 1, ...}``. Each format keeps a 
 (draft 2020-12) in the repository, as package data beside its code; `Format` loads it once,
 and `Format.read` / `Format.check` turn every failure into one line:
 
-- not UTF-8 or not JSON: the file, line and column;
+- not UTF-8 or not JSON: the file, line and column; a key given twice in one object (readers
+  disagree on which counts) and an integer too long for Python to convert are refused too;
 - another format, or no header: the names found and expected;
 - a version from the future (greater than the reader's): refused, naming both versions;
   older versions are accepted only when the format lists them in ``readable``;
@@ -123,13 +124,21 @@ class Format:
         except UnicodeDecodeError as e:
             raise self.error(f"{path}: not UTF-8 at byte {e.start}") from None
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as e:
             line = text.splitlines()[e.lineno - 1] if text.splitlines() else ""
             pos = SourcePos(str(path), e.lineno, e.colno, -1, line[:200])
             raise self.error(f"not JSON: {e.msg}", pos) from None
+        except _DuplicateKey as e:
+            raise self.error(
+                f"{path}: the key {_show(e.key)} appears twice in one object (JSON readers "
+                "disagree on which one counts)"
+            ) from None
         except RecursionError:
             raise self.error(f"{path}: not JSON: nested too deeply") from None
+        except ValueError:
+            # Python refuses to convert an integer of more than 4,300 digits.
+            raise self.error(f"{path}: a number with more digits than any field can hold") from None
 
     def check_header(self, doc: Any, where: str) -> int:
         """The document's version, after checking its format name and version."""
@@ -169,6 +178,24 @@ class Format:
         doc = self.load(path)
         self.check(doc, str(path), defn)
         return doc
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of a document, refusing a key given twice (`json.loads` keeps the last)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return out
 
 
 def _message(err: Any) -> str:

@@ -7,12 +7,18 @@ Checks, after each file's header and JSON Schema (`backends.hwprog.format`):
 - per NPU: the file holds that NPU and the rank the header places there; command ids are
   unique and every command waits only for commands listed before it (``after`` likewise names
   an earlier send); slots lie inside the NPU's buffers; ``bytes`` is slots x ``chunk_bytes``;
+  a copy or reduce moves as many slots as it reads;
 - per send: its ports lead, link by link, from the NPU to ``to`` (a port a router lacks is a
   route leaving the topology), one VC per hop, each below ``num_vcs``;
 - every flow ``0..messages-1`` has exactly one send and one receive, which name each other's
   NPUs and move the same bytes;
 - the routers' tables hold exactly the hops of the source-routed flows, with their ports and
-  VCs.
+  VCs;
+- the header agrees with its links and routes (`backends.hwprog.consistency`: dims, failed
+  links, VC rule, ``dor`` routes, the deadlock record, the counts), and the NPU folder holds
+  no file the header does not list;
+- no two conflicting slot accesses are left unordered by the waits and messages
+  (`backends.hwprog.races`), so the result does not depend on timing.
 
 Every failure is one `HwProgError` line naming the file, the NPU and the command.
 """
@@ -22,9 +28,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from backends.hwprog.consistency import check_grid, check_routes
 from backends.hwprog.errors import HwProgError
-from backends.hwprog.export import FORMAT, HEADER_FILE, HwProgram
+from backends.hwprog.export import FORMAT, HEADER_FILE, NPU_DIR, HwProgram
 from backends.hwprog.format import JSON_INT_LIMIT as _LIM
+from backends.hwprog.races import check_races
 from chakra_ir.collective import Collective, collective_from_dict
 from topologies.errors import CollcError
 
@@ -70,6 +78,7 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
                 f"{where}: $.links[{i}]: link {s}>{d} port {pt} is not a link of the grid"
             )
         by_port[(s, pt)] = d
+    grid = check_grid(header, where)
     placement = header["placement"]
     rank_on = {n: r for r, n in enumerate(placement)}
     for n, e in enumerate(header["npus"]):
@@ -96,6 +105,7 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
     if [r["router"] for r in routers["routers"]] != list(range(n_npus)):
         raise HwProgError(f"{rpath}: $.routers: one entry per router 0..{n_npus - 1}, in order")
 
+    _check_no_strays(folder, header)
     sends: dict[int, tuple[int, int, dict[str, Any]]] = {}
     recvs: dict[int, tuple[int, int, dict[str, Any]]] = {}
     npus: list[dict[str, Any]] = []
@@ -151,7 +161,12 @@ def read_hwprog(folder: Path | str, *, schema: bool | None = None) -> HwProgram:
             f"packet-hops, but the sends make {packets} and {hops}"
         )
     _check_routers(routers, sends, by_port, str(rpath))
-    return HwProgram(header, routers, npus)
+    total = sum(len(doc["commands"]) for doc in npus)
+    files = [str(folder / e["file"]) for e in header["npus"]]
+    check_routes(header, grid, sends, total, where, files)
+    hw = HwProgram(header, routers, npus)
+    check_races(hw, str(folder))
+    return hw
 
 
 _INT = "int"
@@ -404,12 +419,31 @@ def _check_npu(
                 raise HwProgError(f"{pre}: flow {c['flow']} is received twice")
             recvs[c["flow"]] = (n, cid, c)
         else:
-            _slots(c["src"], buffers, "source", pre)
-            _slots(c["dst"], buffers, "destination", pre)
+            count = _slots(c["src"], buffers, "source", pre)
+            if _slots(c["dst"], buffers, "destination", pre) != count:
+                raise HwProgError(
+                    f"{pre}: copies {count} source slots into {c['dst'][2]} destination slots"
+                )
             count = 0
         if op in ("send", "recv") and c["bytes"] != count * chunk:
             raise HwProgError(f"{pre}: {c['bytes']} bytes for {count} slots of {chunk} bytes")
         seen[cid] = op
+
+
+def _check_no_strays(folder: Path, header: dict[str, Any]) -> None:
+    """Every file of the NPU folder is one the header lists: a stray one would be a command
+    stream no replayer runs."""
+    listed = {e["file"] for e in header["npus"]}
+    npu_dir = folder / NPU_DIR
+    if not npu_dir.is_dir():
+        return  # the first NPU file's read names what is missing
+    for entry in sorted(npu_dir.iterdir()):
+        name = f"{NPU_DIR}/{entry.name}"
+        if name not in listed:
+            raise HwProgError(
+                f"{entry}: not an NPU file of the header's {header['num_npus']} NPUs "
+                "(a command stream nothing would run)"
+            )
 
 
 def _check_routers(
