@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chakra_ir.collective import Collective, CollectiveKind, collective_from_dict
-from chakra_ir.et import layout
+from chakra_ir.et import agree, layout
 from chakra_ir.et.errors import EtDecodeError
 from chakra_ir.et.fastwrite import serialize_nodes
 from chakra_ir.et.framing import RankFileWriter
@@ -187,6 +187,7 @@ def _decode(traces: Iterable[EtTrace], *, positional: bool) -> DecodedSet:
     parts: dict[int, dict[str, npt.NDArray[np.integer[Any]]]] = {}
     sizes: dict[int, list[int]] = {}
     custom: dict[int, tuple[object, object]] = {}
+    tags: dict[int, agree.RankTags] = {}
     for position, t in enumerate(traces):
         _check_collc(t)
         mine = (
@@ -235,6 +236,16 @@ def _decode(traces: Iterable[EtTrace], *, positional: bool) -> DecodedSet:
                     f"collc_custom_input/output is not JSON: {e}", t.file, 0
                 ) from None
         parts[rank] = _rank_columns(t, head[3])
+        file_micros = t.metadata.get("collc_reduce_micros", 0)
+        tags[rank] = agree.check_rank(
+            t,
+            rank,
+            num_ranks,
+            parts[rank],
+            head[3],
+            file_micros if isinstance(file_micros, int) else 0,
+            _meta_int(t, "collc_et_format"),
+        )
     if first is None:
         raise CollcError("no ET files to decode")
     num_ranks, coll_text, name, chunk_bytes = head
@@ -280,6 +291,7 @@ def _decode(traces: Iterable[EtTrace], *, positional: bool) -> DecodedSet:
         np.concatenate([part["route_nodes"] for part in ordered]),
         name=name,
     )
+    agree.check_program(program, [tags[r] for r in range(num_ranks)])
     micros = reduce_micros if isinstance(reduce_micros, int) else 0
     return DecodedSet(program, chunk_bytes, micros)
 

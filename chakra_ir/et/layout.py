@@ -327,11 +327,22 @@ class ProgramLayout:
     coll_json: str
 
     @classmethod
-    def of(cls, p: Program, chunk_bytes: int, reduce_micros: int) -> ProgramLayout:
-        """Check ``p`` (`check_encodable`) and lay it out."""
+    def of(
+        cls,
+        p: Program,
+        chunk_bytes: int,
+        reduce_micros: int,
+        *,
+        tags: I64 | None = None,
+        et_format: int = ET_FORMAT,
+    ) -> ProgramLayout:
+        """Check ``p`` (`check_encodable`) and lay it out. ``tags`` replaces `comm_tags`
+        (a reader laying out one rank's operations, whose tags need every rank) and
+        ``et_format`` 1 gives every reducing receive its reduction node, as that format did
+        (`chakra_ir.et.agree` compares a file with the layout of what it decodes to)."""
         check_encodable(p, chunk_bytes, reduce_micros)
         op_rank = p.op_rank().astype(np.int64)
-        split = (p.kind == OpKind.RECV_REDUCE) & (reduce_micros > 0)
+        split = (p.kind == OpKind.RECV_REDUCE) & (reduce_micros > 0 or et_format == 1)
         gated = p.after != -1
         rr_cum = np.zeros(p.num_ops + 1, dtype=np.int64)
         np.cumsum(split, out=rr_cum[1:])
@@ -354,7 +365,7 @@ class ProgramLayout:
             split,
             gated,
             node_id,
-            comm_tags(p),
+            comm_tags(p) if tags is None else tags,
             collective_json(p.collective),
         )
 
