@@ -19,6 +19,7 @@ from chakra_ir.verify_structure import (
     FLOW_OUT,
     RECV,
     RECV_REDUCE,
+    REDUCE,
     SEND,
     StructureChecker,
 )
@@ -47,9 +48,14 @@ class Checker(StructureChecker):
         rank_base, bases, target, shift = lay
         out = []
         rank = self.rank_of
+        kind = p.kind
+        # By kind, as the structure check ranged them: a field an operation does not use may
+        # hold anything (a hand-edited file) and is never read.
+        uses_src = (kind == SEND) | (kind == COPY) | (kind == REDUCE) | (kind == FLOW_IN)
+        uses_dst = (kind != SEND) & (kind != FLOW_IN)
         for buf, idx, used in (
-            (p.src_buf, p.src_index, p.src_buf >= 0),
-            (p.dst_buf, p.dst_index, p.dst_buf >= 0),
+            (p.src_buf, p.src_index, uses_src),
+            (p.dst_buf, p.dst_index, uses_dst),
         ):
             logical = np.where(used, buf, 0).astype(np.int64)
             phys = target[rank, logical]

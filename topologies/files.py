@@ -40,6 +40,15 @@ ASTRA_GB_PER_S_IN_BYTES_PER_NS = 2**30 / 1e9
 ASTRA_KINDS = {"ring": RING, "fullyconnected": FC, "switch": SWITCH}
 
 _COLLC_KEYS = ("npus", "switches", "defaults", "links", "fail", "description")
+_IGNORED_KEYS = ("description",)
+"""Top-level keys whose value collc never reads: never walked, whatever they hold."""
+
+MAX_ALIAS_NODES = 100_000
+"""The most nodes YAML aliases may repeat while a file is walked: a legitimate file reuses a
+few anchors, a "billion laughs" file (aliases of aliases) would repeat billions."""
+
+MAX_DEPTH = 64
+"""The deepest nesting read; a topology file needs four levels."""
 _LINK_KEYS = ("src", "dst", "bandwidth", "latency", "bidirectional", "dim")
 _ASTRA_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 
@@ -55,6 +64,7 @@ class _Document:
         self.values: dict[Key, tuple[int, int]] = {}
         self.keys: dict[Key, tuple[int, int]] = {}
         self.data: Any = None
+        self._repeated = 0
         if path.lower().endswith(".json"):
             try:
                 self.data = json.loads(text)
@@ -62,6 +72,10 @@ class _Document:
                 raise SpecError(
                     f"invalid JSON: {exc.msg}", self._pos(exc.lineno, exc.colno)
                 ) from None
+            except RecursionError:
+                raise SpecError("invalid JSON: nested too deeply", self._pos(0, 0)) from None
+            except ValueError as exc:  # an integer of more than 4,300 digits
+                raise SpecError(f"invalid JSON: {exc}", self._pos(0, 0)) from None
             try:  # JSON is YAML: reread it only for the line numbers
                 self._load_yaml(text)
             except (yaml.YAMLError, SpecError):
@@ -76,7 +90,17 @@ class _Document:
         loader = yaml.SafeLoader(text)
         try:
             node = loader.get_single_node()
+            if node is not None:
+                # Positions first: the walk refuses deep nesting and alias bombs before
+                # anything is built from them.
+                self._walk(node, (), set(), 0)
             data = loader.construct_document(node) if node is not None else None
+        except RecursionError:
+            raise SpecError(
+                f"invalid YAML: nested deeper than {MAX_DEPTH} levels", self._pos(0, 0)
+            ) from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise SpecError(f"invalid YAML: {exc}", self._pos(0, 0)) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
@@ -85,22 +109,38 @@ class _Document:
             raise SpecError(f"invalid YAML: {exc}", self._pos(0, 0)) from None
         finally:
             loader.dispose()
-        if node is not None:
-            self._walk(node, ())
         return data
 
-    def _walk(self, node: yaml.Node, key: Key) -> None:
+    def _walk(self, node: yaml.Node, key: Key, seen: set[int], depth: int) -> None:
+        """Record the position of every value and key under ``node`` (``seen``: the nodes
+        walked so far; a node met again comes through an alias and counts against
+        `MAX_ALIAS_NODES`)."""
         import yaml
 
-        self.values[key] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        here = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if depth > MAX_DEPTH:
+            raise SpecError(f"nested deeper than {MAX_DEPTH} levels", self._pos(*here))
+        if id(node) in seen:
+            self._repeated += 1
+            if self._repeated > MAX_ALIAS_NODES:
+                raise SpecError(
+                    f"YAML aliases repeat more than {MAX_ALIAS_NODES:,} nodes (aliases of "
+                    "aliases expand exponentially)",
+                    self._pos(*here),
+                )
+        else:
+            seen.add(id(node))
+        self.values[key] = here
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
                 name = k.value if isinstance(k, yaml.ScalarNode) else str(k)
                 self.keys[(*key, name)] = (k.start_mark.line + 1, k.start_mark.column + 1)
-                self._walk(v, (*key, name))
+                if key == () and name in _IGNORED_KEYS:
+                    continue
+                self._walk(v, (*key, name), seen, depth + 1)
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
-                self._walk(item, (*key, i))
+                self._walk(item, (*key, i), seen, depth + 1)
 
     def _pos(self, line: int, col: int) -> SourcePos:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""

@@ -113,6 +113,9 @@ _INT_MEMBERS = frozenset(
 )
 
 
+_INT64_LIMIT = 1 << 63
+
+
 def read_rank(path: str | os.PathLike[str], cache: dict[bytes, WNode] | None = None) -> list[WNode]:
     """One NPU's ET file as `WNode`s (file order). ``cache`` maps a node's bytes to its node:
     NPUs of a workload share most nodes byte for byte, so each is decoded once. Raises
@@ -147,6 +150,13 @@ def _decode_node(body: bytes, file: str, offset: int) -> WNode:
         m = pb.Node.FromString(body)
     except DecodeError as e:
         raise WorkloadError(f"a node cannot be read: {e}", SourcePos(file, offset=offset)) from None
+    big = [v for v in (m.id, *m.data_deps, *m.ctrl_deps) if v >= _INT64_LIMIT]
+    if big:
+        raise WorkloadError(
+            f"node {m.id}: the value {big[0]} is out of range (2**63 or more; node ids and "
+            "dependencies are signed 64-bit numbers in the simulators)",
+            SourcePos(file, offset=offset),
+        )
     ints: dict[str, int] = {}
     pg = ""
     dims: tuple[bool, ...] | None = None

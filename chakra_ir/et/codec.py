@@ -463,7 +463,9 @@ def _rank_columns(t: EtTrace, chunk_bytes: int) -> dict[str, npt.NDArray[np.inte
         ("collc_dst_buf", ~send & ~flow_in),
     ):
         code = columns[field[6:]]
-        nobuf = np.flatnonzero(used & ((code < 0) | (code > 2)))
+        # A field the operation does not use may be absent (-1) or name a buffer, no more:
+        # every reader of a Program may print or map it.
+        nobuf = np.flatnonzero((used & ((code < 0) | (code > 2))) | (code < -1) | (code > 2))
         if nobuf.size:
             b = int(op_nodes[nobuf[0]])
             raise EtDecodeError(
