@@ -16,9 +16,7 @@ import math
 import os
 import re
 import shutil
-import signal
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +25,8 @@ from typing import Any
 from chakra_ir.collective import Collective, collective_from_dict, collective_to_dict
 from chakra_ir.program import Program
 from chakra_ir.version import VERSION
+from topologies.atomic import remove_stale_temporaries as remove_stale_temporaries
+from topologies.atomic import terminate_as_exit as terminate_as_exit
 from topologies.atomic import umask_mode
 from topologies.cost_model import COMPLETIONS, DEFAULT_COMPLETION, LEGACY_COMPLETION
 from topologies.errors import CollcError, SourcePos
@@ -263,30 +263,64 @@ def atomic_folder(
     error: type[CollcError] = OutputError,
 ) -> Iterator[Path]:
     """Write a folder all at once: the block fills the temporary folder it is given (beside
-    ``out``), which then replaces ``out``; on any exception (SIGTERM included) it is removed
-    and ``out`` is untouched. ``out`` may be missing, empty or an earlier folder of this kind
-    (it holds the file ``marker``); anything else is refused with ``error`` naming ``what`` the
-    folder should be. Hidden temporaries that dead processes left beside ``out`` are removed
-    first."""
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise error(f"{out} exists and is not a folder")
-        if any(out.iterdir()) and not (out / marker).exists():
-            raise error(f"{out} exists, is not empty and is not {what}; not replacing it")
-    parent = out.parent if str(out.parent) else Path(".")
+    ``out``), which then replaces ``out``; on any exception (SIGTERM included) it is removed,
+    and so are the parent folders this call created, and ``out`` is untouched. ``out`` may be
+    missing, empty or an earlier folder of this kind (it holds the file ``marker``); anything
+    else is refused with ``error`` naming ``what`` the folder should be, checked again just
+    before the replacement (another writer may have filled ``out`` meanwhile). The working
+    folder, or one that holds it, is refused. A symbolic link ``out`` keeps pointing at the
+    folder written. Hidden temporaries that dead processes left beside ``out`` are removed
+    first. An ``OSError`` names the path under ``out``, never the temporary."""
+    given = Path(out)
+    real = Path(os.path.realpath(given))
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if real == real.parent or cwd == real or real in cwd.parents:
+        raise error(
+            f"{given}: the working folder (or one holding it) is not replaced by {what}; "
+            "name a folder of its own"
+        )
+    _check_replaceable(real, given, marker, what, error)
+    parent = real.parent
+    created: list[Path] = []
+    p = parent
+    while not p.exists():
+        created.append(p)
+        p = p.parent
     parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
+    remove_stale_temporaries(real)
     with terminate_as_exit():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=parent))
-        # mkdtemp makes it private; the result is an ordinary folder
-        os.chmod(tmp, umask_mode(0o777))
+        tmp: Path | None = None
         try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{real.name}.tmp-{os.getpid()}-", dir=parent))
+            # mkdtemp makes it private; the result is an ordinary folder
+            os.chmod(tmp, umask_mode(0o777))
             yield tmp
-            replace_dir(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _check_replaceable(real, given, marker, what, error)
+            replace_dir(tmp, real)
+        except BaseException as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            for d in created:  # innermost first; only while still empty
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+            if isinstance(exc, OSError) and isinstance(exc.filename, str) and tmp is not None:
+                name = exc.filename
+                if name == str(tmp) or name.startswith(f"{tmp}{os.sep}"):
+                    shown = given / os.path.relpath(name, tmp)
+                    raise OSError(exc.errno, exc.strerror, os.path.normpath(shown)) from None
             raise
+
+
+def _check_replaceable(
+    real: Path, given: Path, marker: str, what: str, error: type[CollcError]
+) -> None:
+    if real.exists():
+        if not real.is_dir():
+            raise error(f"{given} exists and is not a folder")
+        if any(real.iterdir()) and not (real / marker).is_file():
+            raise error(f"{given} exists, is not empty and is not {what}; not replacing it")
 
 
 def write_output(
@@ -306,62 +340,6 @@ def write_output(
             json.dump(manifest.to_json(), f, indent=2)
             f.write("\n")
     return [*(out / Path(p).name for p in files), out / MANIFEST]
-
-
-@contextlib.contextmanager
-def terminate_as_exit() -> Iterator[None]:
-    """While the block runs (in the main thread), SIGTERM raises SystemExit(143) instead of
-    ending the process at once, so the ``except``/``finally`` clauses that remove temporaries
-    run. The previous handler is restored afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>[0-9]+)-[^/]*")
-
-
-def remove_stale_temporaries(out: Path | str) -> list[Path]:
-    """Remove the hidden temporaries ``.OUT.tmp-PID-*`` and ``.OUT.old-PID-*`` beside ``out``
-    that processes no longer running left (killed by SIGKILL, or a crash); returns them.
-
-    A temporary whose process is alive (or whose pid was reused) is left alone.
-    """
-    out = Path(out)
-    parent = out.parent if str(out.parent) else Path(".")
-    removed = []
-    try:
-        entries = list(parent.iterdir())
-    except OSError:
-        return []
-    for entry in entries:
-        m = _TEMPORARY.fullmatch(entry.name)
-        if m is None or m["name"] != out.name or not entry.is_dir():
-            continue
-        if _alive(int(m["pid"])):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except OSError:  # EPERM: it runs, as another user
-        return True
-    return True
 
 
 def read_manifest(out: Path | str) -> Manifest:

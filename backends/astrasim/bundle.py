@@ -19,9 +19,6 @@ directory):
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -38,8 +35,9 @@ from backends.astrasim.workload import (
 from chakra_ir.collective import Collective, CollectiveKind, collective_to_dict
 from chakra_ir.et import EtEncodeError, write_et_files
 from chakra_ir.et.layout import check_encodable
-from chakra_ir.outdir import collc_version, replace_dir
+from chakra_ir.outdir import atomic_folder, collc_version
 from chakra_ir.program import Program
+from topologies.atomic import umask_mode
 from topologies.topology import Topology
 
 BUNDLE_MARKER = "collc_bundle.json"
@@ -386,44 +384,20 @@ def plan_bundle(program: Program, topology: Topology, options: AstraOptions) -> 
     return plan
 
 
-def _check_target(out: Path) -> None:
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise AstraExportError(f"{out} exists and is not a folder")
-    if any(out.iterdir()) and not (out / BUNDLE_MARKER).is_file():
-        raise AstraExportError(
-            f"{out} exists, is not empty and is not a collc ASTRA-sim bundle; not replacing it"
-        )
-
-
 def write_bundle(plan: BundlePlan, topology: Topology, out_dir: Path | str) -> list[Path]:
     """Write ``plan`` into ``out_dir`` atomically and return the files written (paths inside
     ``out_dir``, sorted).
 
-    The bundle is written into a temporary folder next to ``out_dir`` and renamed into place.
-    An existing ``out_dir`` is replaced only when it is empty or holds a previous collc
-    ASTRA-sim bundle (``collc_bundle.json``), and only once the new bundle is complete;
-    otherwise `AstraExportError`. On any failure nothing is left behind (not even parent
-    folders this call created).
+    Through the one output-folder writer (`chakra_ir.outdir.atomic_folder`): the bundle is
+    written into a temporary folder next to ``out_dir`` and renamed into place. An existing
+    ``out_dir`` is replaced only when it is empty or holds a previous collc ASTRA-sim bundle
+    (``collc_bundle.json``), and only once the new bundle is complete; otherwise
+    `AstraExportError`. On any failure (SIGTERM included) nothing is left behind, not even
+    parent folders this call created.
     """
     given = Path(out_dir)
-    out = Path(os.path.abspath(given))  # normalized: no '.' or '..' left
-    if out == Path.cwd() or not out.name:
-        raise AstraExportError(f"{given}: write the bundle into a folder of its own")
-    _check_target(out)
-    parent = out.parent
-    created: list[Path] = []
-    p = parent
-    while not p.exists():
-        created.append(p)
-        p = p.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # an ordinary folder, not mkdtemp's private one
+    with atomic_folder(given, BUNDLE_MARKER, "a collc ASTRA-sim bundle", AstraExportError) as tmp:
+        mode = umask_mode(0o755) | 0o700
         o = plan.options
         et_dir, stem = plan.collective_prefix.split("/")
         write_et_files(
@@ -433,23 +407,8 @@ def write_bundle(plan: BundlePlan, topology: Topology, out_dir: Path | str) -> l
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        (tmp / RUN).chmod((0o755 & ~umask) | 0o700)
+        (tmp / RUN).chmod(mode)
         rels = sorted(str(f.relative_to(tmp).as_posix()) for f in tmp.rglob("*") if f.is_file())
         rels = sorted([*rels, BUNDLE_MARKER])
         (tmp / BUNDLE_MARKER).write_bytes(_json(_marker(plan, topology, rels)))
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in created:  # innermost first; only if still empty
-            try:
-                d.rmdir()
-            except OSError:
-                break
-        raise
     return [given / r for r in rels]
-
-
-def _replace_dir(tmp: Path, out: Path) -> None:
-    if out.exists():
-        _check_target(out)  # again: something may have appeared since the first check
-    replace_dir(tmp, out)

@@ -25,14 +25,15 @@ and per rank the same operations as a multiset of (kind, peer, slots, count), wh
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from backends.msccl_xml.compile import compile_program
 from backends.msccl_xml.emit import emit
 from backends.msccl_xml.errors import XmlDeadlockError, XmlExportError, XmlLimitError
+from chakra_ir.outdir import atomic_folder, collc_version
 from chakra_ir.program import Program
 from mscclang_frontend.xml.options import XmlOptions
-from topologies.atomic import write_text_atomically
 from topologies.topology import Topology
 
 __all__ = [
@@ -57,15 +58,22 @@ def program_to_xml(program: Program, options: XmlOptions | None = None) -> str:
     return emit(algo)
 
 
+MARKER = "collc_msccl.json"
+"""The file that marks a folder `export` wrote (its format, collc version and XML file)."""
+
+
 def export(
     program: Program, topology: Topology | None, out_dir: Path, options: XmlOptions | None = None
 ) -> list[Path]:
-    """Write ``<name>.xml`` into ``out_dir`` (created if missing); return the files written.
+    """Write ``<name>.xml`` and `MARKER` into the folder ``out_dir``; return the files
+    written.
 
     ``name`` is the algorithm's name (`XmlOptions.name`, else the program's, else the
-    collective's kind), made safe for a file name. The file is written under a temporary name
-    and renamed, so a failure leaves no partial file. ``topology`` is not needed by this
-    backend (accepted for the common exporter interface).
+    collective's kind), made safe for a file name. The folder is written by the one
+    output-folder writer (`chakra_ir.outdir.atomic_folder`), all or nothing: ``out_dir`` may
+    be missing, empty or an earlier MSCCL XML export, and anything else (a collc output
+    folder, an ASTRA-sim bundle, the working folder, a user's folder) is refused.
+    ``topology`` is not needed by this backend (accepted for the common exporter interface).
     """
     del topology
     opts = options or XmlOptions()
@@ -74,7 +82,9 @@ def export(
     stem = opts.name or program.name or c.name or c.kind.value
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem).strip(".") or "algo"
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"{safe}.xml"
-    write_text_atomically(target, text)
-    return [target]
+    name = f"{safe}.xml"
+    marker = {"format": "collc-msccl-xml", "collc_version": collc_version(), "files": [name]}
+    with atomic_folder(out, MARKER, "an MSCCL XML export of collc", XmlExportError) as tmp:
+        (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    return [out / name, out / MARKER]

@@ -311,7 +311,8 @@ def test_compile_export_import_round_trip(tmp_path: Path) -> None:
     assert "<algo" in s["program_output"]  # the program calls XML()
     res = run("export", str(out), "--target", "msccl-xml", "-o", str(tmp_path / "xml"), "--json")
     assert res.exit_code == 0, res.output
-    (xml,) = json.loads(res.output)["files"]
+    xml, marker = json.loads(res.output)["files"]
+    assert marker.endswith("collc_msccl.json")
     assert Path(xml).read_text().startswith("<algo ")
     res = run("import", xml, "-o", str(tmp_path / "back"), "--json")
     assert res.exit_code == 0, res.output

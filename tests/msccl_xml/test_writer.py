@@ -358,10 +358,10 @@ def test_unmatched_program_is_refused() -> None:
 def test_export_writes_atomically(tmp_path: Path) -> None:
     out = tmp_path / "xml"
     files = export(ring_allreduce(3), None, out, XmlOptions(name="ring/3"))
-    assert files == [out / "ring_3.xml"]
+    assert files == [out / "ring_3.xml", out / "collc_msccl.json"]
     assert files[0].read_text() == program_to_xml(ring_allreduce(3), XmlOptions(name="ring/3"))
-    assert sorted(p.name for p in out.iterdir()) == ["ring_3.xml"]
+    assert sorted(p.name for p in out.iterdir()) == ["collc_msccl.json", "ring_3.xml"]
     bad = needs_two_buffered(hinted=True)
     with pytest.raises(XmlDeadlockError):
         export(bad, None, out)
-    assert sorted(p.name for p in out.iterdir()) == ["ring_3.xml"]
+    assert sorted(p.name for p in out.iterdir()) == ["collc_msccl.json", "ring_3.xml"]
