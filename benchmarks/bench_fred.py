@@ -143,7 +143,7 @@ def row(label: str, run: Run | None, paper: str = "") -> str:
     if run is None:
         return f"  {label:<26} {'-':>10}"
     return (
-        f"  {label:<26} {run.time_ns / 1000:>10,.1f} {run.result.algbw_gbps or 0:>10,.0f} "
+        f"  {label:<26} {run.time_ns / 1000:>10,.1f} {run.result.algbw_gb_per_s or 0:>10,.0f} "
         f"{run.inject_gbps:>11,.0f} {mib(run.sent_per_npu):>10}  {paper}"
     )
 

@@ -109,7 +109,7 @@ def main() -> None:
             if base_ns is None:
                 base_ns = result.finish_ns
             util = dim_utilisation(topology, result.link_busy_ns, result.finish_ns)
-            busbw = result.busbw_gbps or 0.0
+            busbw = result.busbw_gb_per_s or 0.0
             print(
                 f"{splits:>6} {label:<12}{result.finish_ns / 1e3:>10,.1f}{busbw:>12.1f}"
                 f"{base_ns / result.finish_ns:>8.2f}x"

@@ -305,9 +305,12 @@ def atomic_folder(
                     d.rmdir()
                 except OSError:
                     break
-            if isinstance(exc, OSError) and isinstance(exc.filename, str) and tmp is not None:
+            if isinstance(exc, OSError) and exc.errno is not None:
                 name = exc.filename
-                if name == str(tmp) or name.startswith(f"{tmp}{os.sep}"):
+                if name is None:  # a write() that failed (ENOSPC): the folder being written
+                    raise OSError(exc.errno, exc.strerror, str(given)) from None
+                inside = tmp is not None and isinstance(name, str)
+                if inside and (name == str(tmp) or str(name).startswith(f"{tmp}{os.sep}")):
                     shown = given / os.path.relpath(name, tmp)
                     raise OSError(exc.errno, exc.strerror, os.path.normpath(shown)) from None
             raise

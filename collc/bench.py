@@ -77,7 +77,7 @@ class BenchRow:
     algorithm: str
     size_bytes: int
     time_ns: float | None = None
-    busbw_gbps: float | None = None
+    busbw_gb_per_s: float | None = None
     ratio: float | None = None
     speedup: float | None = None
     """Time of the best baseline over this time (tacos and baselines alike)."""
@@ -222,7 +222,7 @@ def run_bench(
                 row.chunk_bytes = chunk_bytes
                 result = simulate(program, topology, chunk_bytes, cost=cost, sizes=sizes_table)
                 row.time_ns = result.finish_ns
-                row.busbw_gbps = result.busbw_gbps
+                row.busbw_gb_per_s = result.busbw_gb_per_s
                 row.ratio = result.finish_ns / report.bounds_ns[size][1]
             rows.append(row)
         if sparse_bounds or own_bounds:
@@ -287,7 +287,7 @@ def _astra_row(
     except SimError as e:
         row.error = e.message
         return row
-    row.busbw_gbps = size / row.time_ns * busbw_factor(kind, n) if row.time_ns > 0 else None
+    row.busbw_gb_per_s = size / row.time_ns * busbw_factor(kind, n) if row.time_ns > 0 else None
     row.ratio = row.time_ns / bound if bound > 0 else None
     return row
 
@@ -353,7 +353,7 @@ def format_report(report: BenchReport) -> str:
                 lines.append(f"  {r.algorithm:<18}{'-':>14}   ({r.error})")
                 continue
             assert r.time_ns is not None and r.ratio is not None
-            busbw = f"{r.busbw_gbps:.2f}" if r.busbw_gbps is not None else "-"
+            busbw = f"{r.busbw_gb_per_s:.2f}" if r.busbw_gb_per_s is not None else "-"
             speed = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
             chunk = format_size_bytes(r.chunk_bytes) if r.chunk_bytes is not None else "-"
             lines.append(

@@ -1,5 +1,6 @@
 """The options several ``collc`` commands share: callbacks that parse an option's text into a
-size, a time or a collective kind (a bad value is click's usage error), and the
+size, a time or a collective kind (a bad size or time is click's usage error, an unknown
+collective one line), and the
 ``--completion`` and ``--max-transfers`` options and the ``--groups`` help with their texts.
 
 Like every module `collc.cli` imports, it loads no heavy library (tests/test_cli_startup.py).
@@ -45,11 +46,13 @@ time_callback = _parsed(parse_time_ns)
 
 
 def collective_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> CollectiveKind:
-    """``--collective``: the kind its text names (`chakra_ir.collective.parse_collective_kind`)."""
+    """``--collective``: the kind its text names (`chakra_ir.collective.parse_collective_kind`).
+    An unknown name is one line listing the kinds, not click's usage message: it is the one
+    value users type from memory."""
     try:
         return parse_collective_kind(value)
     except CollcError as e:
-        raise click.BadParameter(e.message) from None
+        raise CollcError(f"--collective: {e.message}") from None
 
 
 _COMPLETION_HELP = (

@@ -44,6 +44,14 @@ def phases(quiet: bool) -> Callable[[str | None], None]:
     return show
 
 
+def warn(message: str) -> None:
+    """A warning for the user on stderr, one line (``collc: warning: ...``); library writers
+    take this as their ``warn`` callback."""
+    if sys.stderr.isatty():  # clear a phase line first
+        click.echo("\r\033[K", err=True, nl=False)
+    click.echo(f"collc: warning: {message}", err=True)
+
+
 def us(ns: float) -> str:
     """``ns`` nanoseconds as microseconds: ``1,234.57 us``."""
     return f"{ns / 1000:,.2f} us"

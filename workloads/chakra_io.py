@@ -73,12 +73,20 @@ def read_workload(location: str | os.PathLike[str], comm_groups: str | None = No
                     SourcePos(str(gpath)),
                 )
     meta: dict[str, object] = {}
+    warnings: list[str] = []
     desc = folder / DESCRIPTION
     if desc.is_file():
-        loaded = load_json(desc, WorkloadError)
+        # Only a description (model, parallelism, memory): the run does not need it.
+        try:
+            loaded = load_json(desc, WorkloadError)
+        except WorkloadError as e:
+            loaded = None
+            warnings.append(f"{e}; the workload runs without its description")
         if isinstance(loaded, dict):
             meta = loaded
-    return Workload(ranks, groups, [str(p) for p in paths], meta)
+        elif loaded is not None:
+            warnings.append(f"{desc}: not a JSON object; the workload runs without it")
+    return Workload(ranks, groups, [str(p) for p in paths], meta, warnings)
 
 
 def read_group_names(path: Path) -> dict[str, tuple[int, ...]]:

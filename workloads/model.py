@@ -116,12 +116,14 @@ class Workload:
     """Per-NPU node lists (``ranks[npu]``, file order) and the communicator groups
     (``groups[pg_name]`` = NPUs, ascending as ASTRA-sim sorts them). ``files[npu]`` names
     each NPU's source for messages; ``metadata`` is free-form (the generator's model and
-    parallelism, memory footprint)."""
+    parallelism, memory footprint); ``warnings`` are what the reader skipped (an unreadable
+    optional description), for the user to see."""
 
     ranks: list[list[WNode]]
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     metadata: dict[str, object] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def num_npus(self) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from backends.sim.results import SimResult
-from backends.sim.timeline import link_events, meta_event, write_trace
+from backends.sim.timeline import Warn, link_events, meta_event, write_trace
 from workloads.engine import WorkloadRun, resource
 from workloads.model import NodeKind, Workload
 
@@ -149,7 +149,14 @@ def trace_events(
 
 
 def write_timeline(
-    path: str | os.PathLike[str], w: Workload, run: WorkloadRun, sim: SimResult | None = None
+    path: str | os.PathLike[str],
+    w: Workload,
+    run: WorkloadRun,
+    sim: SimResult | None = None,
+    warn: Warn | None = None,
 ) -> None:
-    """Write the run's Perfetto timeline to ``path`` (a temporary file, then renamed)."""
-    write_trace(path, trace_events(w, run, sim), {"iteration_ns": run.time_ns, "npus": w.num_npus})
+    """Write the run's Perfetto timeline to ``path`` (a temporary file, then renamed;
+    ``warn``: see `backends.sim.timeline.write_trace`)."""
+    write_trace(
+        path, trace_events(w, run, sim), {"iteration_ns": run.time_ns, "npus": w.num_npus}, warn
+    )

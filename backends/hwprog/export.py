@@ -71,7 +71,9 @@ class HwOptions:
         if not 1 <= self.packet_bytes <= 1 << 30:
             raise HwProgError(f"--packet-size {self.packet_bytes}: between 1 B and 1 GiB")
         if self.buffer_depth is not None and not 1 <= self.buffer_depth <= 1 << 20:
-            raise HwProgError(f"--buffer-depth {self.buffer_depth}: at least 1 packet")
+            raise HwProgError(
+                f"--buffer-depth {self.buffer_depth}: between 1 and {1 << 20:,} packets"
+            )
         if self.link_width is not None and not (
             math.isfinite(self.link_width) and 0 < self.link_width <= 1e9
         ):
@@ -79,7 +81,9 @@ class HwOptions:
         if not (math.isfinite(self.clock_ghz) and 1e-6 <= self.clock_ghz <= 1e6):
             raise HwProgError(f"--clock {self.clock_ghz}: a positive number of GHz")
         if not 0 <= self.router_cycles <= 1 << 20:
-            raise HwProgError(f"--router-cycles {self.router_cycles}: 0 or more")
+            raise HwProgError(
+                f"--router-cycles {self.router_cycles}: between 0 and {1 << 20:,} cycles"
+            )
 
 
 MAX_LINK_CYCLES = 1 << 40

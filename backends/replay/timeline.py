@@ -17,7 +17,7 @@ from typing import Any
 
 from backends.replay.errors import ReplayError
 from backends.replay.types import ReplayResult
-from backends.sim.timeline import meta_event, write_trace
+from backends.sim.timeline import Warn, meta_event, write_trace
 
 LINKS_PID = 1
 NPU_PID_BASE = 100
@@ -97,8 +97,11 @@ def trace_events(result: ReplayResult) -> list[dict[str, Any]]:
     return ev
 
 
-def write_timeline(result: ReplayResult, path: str | os.PathLike[str]) -> None:
-    """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically."""
+def write_timeline(
+    result: ReplayResult, path: str | os.PathLike[str], warn: Warn | None = None
+) -> None:
+    """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically (``warn``:
+    see `backends.sim.timeline.write_trace`)."""
     other = {
         "replay": result.target,
         "topology": result.topology,
@@ -107,6 +110,6 @@ def write_timeline(result: ReplayResult, path: str | os.PathLike[str]) -> None:
         "time_ns": result.time_ns,
     }
     try:
-        write_trace(path, trace_events(result), other)
+        write_trace(path, trace_events(result), other, warn)
     except OSError as e:
         raise ReplayError(f"cannot write the timeline {path}: {e.strerror or e}") from None

@@ -156,15 +156,15 @@ class SimResult:
         return busbw_factor(self.collective, self.group_size or self.num_ranks)
 
     @property
-    def algbw_gbps(self) -> float | None:
+    def algbw_gb_per_s(self) -> float | None:
         """``size / time`` in GB/s; None without a size or a positive time."""
         if self.size_bytes is None or self.finish_ns <= 0:
             return None
         return self.size_bytes / self.finish_ns
 
     @property
-    def busbw_gbps(self) -> float | None:
-        a = self.algbw_gbps
+    def busbw_gb_per_s(self) -> float | None:
+        a = self.algbw_gb_per_s
         return None if a is None else a * self.busbw_factor
 
     @property
@@ -206,9 +206,9 @@ class SimResult:
         """A few lines for a terminal."""
         rule = f" (sends complete {self.completion})" if self.completion else ""
         lines = [f"model {self.model}{rule} on {self.topology}: {self.finish_ns / 1000:.3f} us"]
-        if self.algbw_gbps is not None:
+        if self.algbw_gb_per_s is not None:
             lines.append(
-                f"algbw {self.algbw_gbps:.3f} GB/s, busbw {self.busbw_gbps:.3f} GB/s "
+                f"algbw {self.algbw_gb_per_s:.3f} GB/s, busbw {self.busbw_gb_per_s:.3f} GB/s "
                 f"({self.collective}, {self.size_bytes} B over {self.num_ranks} ranks"
                 + (
                     f" in groups of {self.group_size})"
@@ -256,8 +256,8 @@ class SimResult:
             "chunk_bytes": self.chunk_bytes,
             "packet_bytes": self.packet_bytes,
             "finish_ns": self.finish_ns,
-            "algbw_gbps": self.algbw_gbps,
-            "busbw_gbps": self.busbw_gbps,
+            "algbw_gb_per_s": self.algbw_gb_per_s,
+            "busbw_gb_per_s": self.busbw_gb_per_s,
             "busbw_factor": self.busbw_factor,
             "messages": self.messages,
             "hops": self.hops,

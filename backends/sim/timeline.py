@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -142,18 +143,40 @@ def _rank_events(tl: Timeline) -> list[dict[str, Any]]:
     return out
 
 
+LARGE_TRACE_EVENTS = 2_000_000
+"""Above this many events (about 250 MB of JSON) `write_trace` warns before writing."""
+
+EVENT_BYTES = 125
+"""About how many bytes of JSON one event takes (measured on simulate's traces)."""
+
+Warn = Callable[[str], None]
+"""Where a library writer sends a warning for the user (the CLI prints it on stderr)."""
+
+
 def write_trace(
-    path: str | os.PathLike[str], events: list[dict[str, Any]], other: dict[str, Any]
+    path: str | os.PathLike[str],
+    events: list[dict[str, Any]],
+    other: dict[str, Any],
+    warn: Warn | None = None,
 ) -> None:
     """Write a Chrome-trace/Perfetto document (``events``, times in ns, ``other`` as its
-    ``otherData``) to ``path`` atomically. OSError passes through: callers name it in their
-    own error type."""
+    ``otherData``) to ``path`` atomically. Above `LARGE_TRACE_EVENTS` events ``warn`` is told
+    the size first. OSError passes through: callers name it in their own error type."""
+    if warn is not None and len(events) > LARGE_TRACE_EVENTS:
+        warn(
+            f"{path}: the timeline holds {len(events):,} events, about "
+            f"{len(events) * EVENT_BYTES / 1e6:,.0f} MB of JSON; writing it takes a while and "
+            "about as much memory again"
+        )
     doc = {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
     write_text_atomically(path, json.dumps(doc, separators=(",", ":")))
 
 
-def write_timeline(result: SimResult, path: str | os.PathLike[str]) -> None:
-    """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically.
+def write_timeline(
+    result: SimResult, path: str | os.PathLike[str], warn: Warn | None = None
+) -> None:
+    """Write ``result``'s timeline as Chrome-trace JSON to ``path``, atomically (``warn``:
+    see `write_trace`).
 
     Requires a result simulated with ``keep_timeline=True`` (SimError otherwise).
     """
@@ -164,6 +187,6 @@ def write_timeline(result: SimResult, path: str | os.PathLike[str]) -> None:
         "finish_ns": result.finish_ns,
     }
     try:
-        write_trace(path, trace_events(result), other)
+        write_trace(path, trace_events(result), other, warn)
     except OSError as e:
         raise SimError(f"cannot write the timeline {path}: {e.strerror or e}") from None

@@ -128,8 +128,8 @@ def bench(
 
         series: dict[str, list[tuple[float, float]]] = {}
         for r in report.rows:
-            if r.busbw_gbps is not None:
-                series.setdefault(r.algorithm, []).append((r.size_bytes, r.busbw_gbps))
+            if r.busbw_gb_per_s is not None:
+                series.setdefault(r.algorithm, []).append((r.size_bytes, r.busbw_gb_per_s))
         plot_series(series, plot, title=f"{report.collective} on {report.topology}")
     if html is not None:
         from backends.view.page import render, write_page

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from collc.printing import emit, us
+from collc.printing import emit, us, warn
 
 if TYPE_CHECKING:
     from backends.replay import ReplayResult
@@ -31,7 +31,7 @@ def replay(folder: Path, timeline: Path | None, as_json: bool) -> None:
     if timeline is not None:
         from backends.replay.timeline import write_timeline
 
-        write_timeline(result, timeline)
+        write_timeline(result, timeline, warn)
     data = result.to_json()
     if timeline is not None:
         data["timeline"] = str(timeline)

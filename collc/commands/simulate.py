@@ -9,7 +9,7 @@ import click
 
 from collc import registry
 from collc.options import completion_option, payload_options, size_callback, time_callback
-from collc.printing import emit, phases, us
+from collc.printing import emit, phases, us, warn
 from topologies.errors import CollcError
 
 
@@ -105,7 +105,7 @@ def simulate(
     gantt_rows: tuple[int, int] | None = None
     if timeline is not None:
         phase(f"writing {timeline}")
-        write_timeline(result, timeline)
+        write_timeline(result, timeline, warn)
         written.append(str(timeline))
     if plot is not None:
         phase(f"drawing {plot}")

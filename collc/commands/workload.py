@@ -15,7 +15,7 @@ import click
 
 from collc import registry
 from collc.options import max_transfers_option, size_callback
-from collc.printing import phases, us
+from collc.printing import phases, us, warn
 from topologies.cost_model import COMPLETIONS
 from topologies.errors import CollcError
 
@@ -262,6 +262,8 @@ def simulate_cmd(
     algos = parse_algorithms(algorithm)
     phase(f"reading {location}")
     w = read_workload(location, str(comm_groups) if comm_groups else None)
+    for warning in w.warnings:
+        warn(warning)
     if w.num_npus != topo.num_npus:
         raise CollcError(
             f"{location}: the workload has {w.num_npus} NPUs, {topo.spec} has {topo.num_npus}"
@@ -342,7 +344,7 @@ def simulate_cmd(
         data["model"] = "fred-phases"
         data["fred"] = fred
     if timeline is not None:
-        write_timeline(timeline, w, run, sim)
+        write_timeline(timeline, w, run, sim, warn)
         data["files"] = [str(timeline)]
     data["seconds"] = round(time.perf_counter() - t0, 3)
 

@@ -153,8 +153,8 @@ def test_ring_allreduce_on_four_npus() -> None:
     assert sorted(r.link_busy_ns) == pytest.approx([0.0] * 4 + [120.0] * 4)
     # nccl-tests: size = 4 chunks x 1000 B; algbw = 4000 / 3120 B/ns; busbw x 2(n-1)/n.
     assert r.size_bytes == 4000
-    assert r.algbw_gbps == pytest.approx(4000 / 3120)
-    assert r.busbw_gbps == pytest.approx(4000 / 3120 * 1.5)
+    assert r.algbw_gb_per_s == pytest.approx(4000 / 3120)
+    assert r.busbw_gb_per_s == pytest.approx(4000 / 3120 * 1.5)
 
 
 def test_reduction_cost() -> None:

@@ -75,7 +75,7 @@ def test_foreign_trace_simulates_in_both_models() -> None:
     assert r.messages == 1
     assert not r.semantics_checked
     assert any("semantics not checked" in n for n in r.notes)
-    assert r.algbw_gbps is None and r.size_bytes is None
+    assert r.algbw_gb_per_s is None and r.size_bytes is None
     # ASTRA-sim: the 0 µs COMP becomes 1 ns.
     assert simulate_et(traces, t, model="analytical").finish_ns == 2521
 

@@ -40,8 +40,8 @@ def test_allgather_size_is_the_output() -> None:
     r = simulate(direct_allgather(4), topo("fc:4,bw=50GB/s,lat=500ns"), CB)
     assert r.size_bytes == 4 * CB
     assert r.finish_ns == pytest.approx(520.0)
-    assert r.algbw_gbps == pytest.approx(4000 / 520)
-    assert r.busbw_gbps == pytest.approx(4000 / 520 * 0.75)
+    assert r.algbw_gb_per_s == pytest.approx(4000 / 520)
+    assert r.busbw_gb_per_s == pytest.approx(4000 / 520 * 0.75)
 
 
 def test_to_json_and_summary() -> None:

@@ -348,10 +348,12 @@ def test_a_bad_groups_file_names_the_file(tmp_path: Path, text: str) -> None:
     assert str(path) in str(info.value)
 
 
-def test_a_bad_description_names_the_file(tmp_path: Path) -> None:
+def test_a_bad_description_is_a_warning_naming_the_file(tmp_path: Path) -> None:
+    """The description is optional: the workload still reads, and says what it skipped."""
     out = tmp_path / "wl"
     write_workload(sample(), out)
     (out / "workload.json").write_text("{oops")
-    with pytest.raises(WorkloadError) as info:
-        read_workload(out)
-    assert str(out / "workload.json") in str(info.value)
+    w = read_workload(out)
+    assert w.metadata == {} and len(w.ranks) == len(sample().ranks)
+    (warning,) = w.warnings
+    assert str(out / "workload.json") in warning and "runs without its description" in warning
