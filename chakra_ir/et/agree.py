@@ -55,14 +55,15 @@ member (type) and value collc writes."""
 class RankTags:
     """What `check_rank` keeps of a file for `check_program`: per message operation its
     local index, its node, the node's byte offset and the file's ``comm_tag``; the
-    ``total_chunk_cnt`` values seen."""
+    ``total_chunk_cnt`` values seen, each with the first node holding it (value, node, byte
+    offset, collc_op)."""
 
     file: str
     ops: I64
     nodes: I64
     offsets: I64
     tags: I64
-    total_chunks: tuple[int, ...]
+    total_chunks: tuple[tuple[int, int, int, int], ...]
 
 
 def _node_name(cop: int) -> str:
@@ -127,11 +128,14 @@ def check_rank(
     table = layout.node_table(lay, 0, n)[0] if n else layout.idle_table(lay, rank)
     _compare(t, table, cop)
     total = t.attrs.get("total_chunk_cnt")
-    seen: tuple[int, ...] = ()
+    seen: dict[int, int] = {}  # each value: the first node holding it
     if total is not None and len(total):
-        seen = tuple(sorted({int(x) for x in total.ints[total.integer_mask()]}))
+        ok = total.integer_mask()
+        for node, value in zip(total.nodes[ok].tolist(), total.ints[ok].tolist(), strict=True):
+            seen.setdefault(int(value), int(node))
     nodes = op_nodes[msg]
-    return RankTags(t.file, np.flatnonzero(msg), nodes, t.offsets[nodes], tags[msg], seen)
+    totals = tuple((v, n, int(t.offsets[n]), int(cop[n])) for v, n in sorted(seen.items()))
+    return RankTags(t.file, np.flatnonzero(msg), nodes, t.offsets[nodes], tags[msg], totals)
 
 
 def _compare(t: EtTrace, table: NodeTable, cop: I64) -> None:
@@ -248,10 +252,12 @@ def check_program(program: Program, ranks: list[RankTags]) -> None:
                 rt.file,
                 int(rt.offsets[j]),
             )
-        other = [x for x in rt.total_chunks if x != size]
+        other = [x for x in rt.total_chunks if x[0] != size]
         if other:
+            value, node, offset, cop = min(other, key=lambda x: x[1])
             raise EtDecodeError(
-                f"total_chunk_cnt {other[0]}, but the collective has {size} chunks",
+                f"node {node} ({_node_name(cop)}): total_chunk_cnt {value}, but the "
+                f"collective has {size} chunks; readers of symbolic sizes divide by it",
                 rt.file,
-                0,
+                offset,
             )
