@@ -512,7 +512,8 @@ def campaign_folders(cases: int, rng: random.Random) -> Counter[str]:
             code = 2
         except SystemExit as e:
             code = int(e.code) if isinstance(e.code, int) else 1
-        except BaseException:
+        except BaseException as e:
+            print(f"  {kind}: {type(e).__name__}: {e}", file=sys.stderr)
             code = 99
         os._exit(code)
 

@@ -11,6 +11,7 @@ replaced only once the new one is complete.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -267,7 +268,8 @@ def atomic_folder(
     and so are the parent folders this call created, and ``out`` is untouched. ``out`` may be
     missing, empty or an earlier folder of this kind (it holds the file ``marker``); anything
     else is refused with ``error`` naming ``what`` the folder should be, checked again just
-    before the replacement (another writer may have filled ``out`` meanwhile). The working
+    before the replacement, under a lock of the parent folder (another writer may have filled
+    ``out`` meanwhile). The working
     folder, or one that holds it, is refused. A symbolic link ``out`` keeps pointing at the
     folder written. Hidden temporaries that dead processes left beside ``out`` are removed
     first. An ``OSError`` names the path under ``out``, never the temporary."""
@@ -295,8 +297,9 @@ def atomic_folder(
             # mkdtemp makes it private; the result is an ordinary folder
             os.chmod(tmp, umask_mode(0o777))
             yield tmp
-            _check_replaceable(real, given, marker, what, error)
-            replace_dir(tmp, real)
+            with _folder_lock(parent):
+                _check_replaceable(real, given, marker, what, error)
+                replace_dir(tmp, real)
         except BaseException as exc:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -314,6 +317,24 @@ def atomic_folder(
                     shown = given / os.path.relpath(name, tmp)
                     raise OSError(exc.errno, exc.strerror, os.path.normpath(shown)) from None
             raise
+
+
+@contextlib.contextmanager
+def _folder_lock(parent: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``parent`` while a writer checks and replaces a folder in it,
+    so that two writers never both find the place free (the kernel drops the lock of a
+    process that dies). Without the means to lock (a file system that cannot), no lock."""
+    try:
+        fd = os.open(parent, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _check_replaceable(

@@ -87,7 +87,16 @@ class _Document:
     def _load_yaml(self, text: str) -> Any:
         import yaml
 
-        loader = yaml.SafeLoader(text)
+        try:
+            loader = yaml.SafeLoader(text)  # checks every character first
+        except yaml.reader.ReaderError as exc:
+            at = int(exc.position)
+            line = text.count("\n", 0, at) + 1
+            col = at - (text.rfind("\n", 0, at) + 1) + 1
+            raise SpecError(
+                f"invalid YAML: character #x{exc.character:04x} is not allowed",
+                self._pos(line, col),
+            ) from None
         try:
             node = loader.get_single_node()
             if node is not None:

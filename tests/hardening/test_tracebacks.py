@@ -161,3 +161,15 @@ def test_a_workload_node_id_of_2_to_the_63_is_refused(tmp_path: Path) -> None:
             ["workload", "simulate", str(wl), "-t", "stack:fc2*ring4", "--model", model],
             f"the value {big} is out of range",
         )
+
+
+def test_a_control_character_in_a_yaml_topology_is_refused_at_its_position(
+    tmp_path: Path,
+) -> None:
+    """Found by the mutation campaign: YAML's reader refuses it before parsing starts."""
+    path = tmp_path / "ctl.yaml"
+    path.write_bytes(b"npus: 4\nlinks: [\x02]\n")
+    _one_line_exit_2(
+        ["bounds", "-t", str(path), "-c", "allreduce"],
+        f"{path}:2:9: invalid YAML: character #x0002 is not allowed",
+    )
