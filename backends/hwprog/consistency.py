@@ -127,17 +127,23 @@ def check_routes(
     V = header["num_vcs"]
     edges: set[tuple[int, int]] = set()
     source = 0
+    # Sends share a few routes: each distinct one is checked once.
+    checked: set[tuple[int, int, str, tuple[int, ...], tuple[int, ...]]] = set()
     for f in sorted(sends):
         n, cid, s = sends[f]
+        if s["routing"] == "source":
+            source += 1
+        key = (n, s["to"], s["routing"], tuple(s["ports"]), tuple(s["vcs"]))
+        if key in checked:
+            continue
+        checked.add(key)
         hops: list[GridLink] = []
         cur = n
         for pt in s["ports"]:
             h = grid.by_port[(cur, pt)]
             hops.append(h)
             cur = h.dst
-        if s["routing"] == "source":
-            source += 1
-        else:
+        if s["routing"] != "source":
             path = grid.dor_path(n, s["to"])
             want_ports = (
                 [grid.by_pair[p].port for p in itertools.pairwise(path)]
