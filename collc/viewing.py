@@ -68,7 +68,7 @@ def bench_page_data(report: BenchReport) -> dict[str, Any]:
     series: dict[str, list[tuple[int, float, float | None]]] = {}
     for r in report.rows:
         if r.time_ns is not None:
-            series.setdefault(r.algorithm, []).append((r.size_bytes, r.time_ns, r.busbw_gbps))
+            series.setdefault(r.algorithm, []).append((r.size_bytes, r.time_ns, r.busbw_gb_per_s))
     return bench_data(
         report.topology,
         report.collective,

@@ -111,7 +111,7 @@ def build_panel(
         "bound_name": info.bound_name,
         "ratio": ratio,
         "estimate_ns": info.estimate_ns,
-        "busbw_gbps": result.busbw_gbps,
+        "busbw_gb_per_s": result.busbw_gb_per_s,
         "messages": result.messages,
         "hops": result.hops,
         "notes": list(result.notes),

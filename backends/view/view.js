@@ -86,7 +86,7 @@
     row("time", us(p.finish_ns) + " (sends complete " + p.completion + ")");
     row("lower bound", p.bound_ns ? us(p.bound_ns) + " (" + p.bound_name + ")" : "-");
     row("time / bound", p.ratio ? p.ratio.toFixed(3) + "x" : "-");
-    row("busbw", p.busbw_gbps ? p.busbw_gbps.toFixed(2) + " GB/s" : "-");
+    row("busbw", p.busbw_gb_per_s ? p.busbw_gb_per_s.toFixed(2) + " GB/s" : "-");
     row("messages", p.messages.toLocaleString() + " (" + p.hops.toLocaleString() + " hops)");
     if (p.estimate_ns) row("producer's estimate", us(p.estimate_ns));
     for (const n of p.notes) row("note", n);

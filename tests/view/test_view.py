@@ -189,7 +189,7 @@ def test_bench_html_charts_every_algorithm_that_ran(tmp_path: Path) -> None:
     assert set(bench["series"]) == {r["algorithm"] for r in report["rows"] if r["time_ns"]}
     for r in report["rows"]:
         if r["time_ns"]:
-            assert [r["size_bytes"], r["time_ns"], r["busbw_gbps"]] in bench["series"][
+            assert [r["size_bytes"], r["time_ns"], r["busbw_gb_per_s"]] in bench["series"][
                 r["algorithm"]
             ]
     assert bench["bounds"] == {k: v["ns"] for k, v in report["lower_bounds"].items()}
