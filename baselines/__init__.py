@@ -35,6 +35,14 @@ from baselines.sparse import (
     split_granularity,
     split_program,
 )
+from baselines.swing import (
+    SWING_KINDS,
+    swing_chunks_on,
+    swing_granularity,
+    swing_latency_chunks_on,
+    swing_latency_granularity,
+    swing_program,
+)
 from chakra_ir import Collective, CollectiveKind, Program
 from topologies import Topology
 
@@ -49,6 +57,15 @@ def _ring_bidir(collective: Collective, topology: Topology) -> Program:
     return ring_program(
         collective, [order, order[::-1]], name=program_name("ring-bidir", collective)
     )
+
+
+def _swing(collective: Collective, topology: Topology) -> Program:
+    return swing_program(collective, topology, name=program_name("swing", collective))
+
+
+def _swing_latency(collective: Collective, topology: Topology) -> Program:
+    name = program_name("swing-latency", collective)
+    return swing_program(collective, topology, latency=True, name=name)
 
 
 def _ring_bidir_granularity(kind: CollectiveKind, num_ranks: int) -> int:
@@ -184,6 +201,25 @@ ALGORITHMS: dict[str, Baseline] = {
             pipeline_default=8,
         ),
         Baseline(
+            "swing",
+            "Swing (NSDI 2024), bandwidth-optimal: reduce-scatter + all-gather over peers at "
+            "distance 1, -1, 3, -5, 11, ..., dimensions alternating, one instance per torus "
+            "port (2D on a D-dim torus); tori of 1-4 dims (meshes outside the paper's claim)",
+            SWING_KINDS,
+            swing_granularity,
+            _swing,
+            placed_granularity=swing_chunks_on,
+        ),
+        Baseline(
+            "swing-latency",
+            "Swing, latency-optimal: the whole part exchanged and reduced at every step "
+            "(log2 N steps), one instance per torus port",
+            SWING_KINDS,
+            swing_latency_granularity,
+            _swing_latency,
+            placed_granularity=swing_latency_chunks_on,
+        ),
+        Baseline(
             "fred-innetwork",
             "in-network (FRED): the switches reduce and multicast while forwarding; all-reduce "
             "is one flow in which every NPU sends and receives the buffer once, reduce-scatter "
@@ -210,7 +246,7 @@ ALGORITHMS: dict[str, Baseline] = {
     )
 }
 """Every baseline by name: ring, ring-bidir, direct, rhd, dbt, dimensional, hierarchical,
-themis, fred-innetwork, sparcml-rd, sparcml-split, oktopk."""
+themis, swing, swing-latency, fred-innetwork, sparcml-rd, sparcml-split, oktopk."""
 
 __all__ = [
     "ALGORITHMS",
@@ -224,4 +260,5 @@ __all__ = [
     "rhd_program",
     "ring_order",
     "ring_program",
+    "swing_program",
 ]

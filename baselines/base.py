@@ -16,6 +16,7 @@ class BaselineError(CollcError):
 
 
 Granularity = Callable[[CollectiveKind, int], int]
+PlacedGranularity = Callable[[CollectiveKind, tuple[int, ...], Topology], int]
 Generator = Callable[[Collective, Topology], Program]
 
 
@@ -42,6 +43,10 @@ class Baseline:
     """The algorithm keeps only the largest values of a fully reduced chunk (Ok-Topk): under a
     sparse payload such a chunk weighs one rank's density, not the fill-in
     (`payloads.describe.Payload.topk`)."""
+    placed_granularity: PlacedGranularity | None = None
+    """The natural granularity once the ranks' NPUs and the topology are known, for an
+    algorithm whose split depends on the network's shape (Swing: two parts per torus
+    dimension); ``granularity`` is then a multiple that fits any topology of that many ranks."""
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
         """The natural ``chunks_per_rank`` for ``kind`` over ``num_ranks`` ranks.
@@ -52,6 +57,15 @@ class Baseline:
         if num_ranks < 1:
             raise BaselineError(f"{self.name} needs at least 1 rank, got {num_ranks}")
         return self.granularity(kind, num_ranks)
+
+    def chunks_on(self, kind: CollectiveKind, npus: tuple[int, ...], topology: Topology) -> int:
+        """The natural ``chunks_per_rank`` for ``kind`` over ranks on ``npus`` of ``topology``
+        (`chunks_per_rank` unless the split depends on the network). Raises `BaselineError`
+        when the kind or the placement is not served."""
+        if self.placed_granularity is None:
+            return self.chunks_per_rank(kind, len(npus))
+        self._check_kind(kind)
+        return self.placed_granularity(kind, npus, topology)
 
     def supports(self, kind: CollectiveKind, num_ranks: int) -> bool:
         """Whether `generate` serves ``kind`` over ``num_ranks`` ranks (at its granularity)."""
@@ -70,14 +84,15 @@ class Baseline:
         not a multiple of `chunks_per_rank`, or when the placement names NPUs that the
         topology does not have (or that are switches).
         """
-        natural = self.chunks_per_rank(collective.kind, collective.num_ranks)
+        check_placement(collective, topology)
+        npus = tuple(collective.npu(r) for r in range(collective.num_ranks))
+        natural = self.chunks_on(collective.kind, npus, topology)
         cf = collective.chunks_per_rank
         if cf % natural:
             raise BaselineError(
                 f"{self.name} {collective.kind.value} over {collective.num_ranks} ranks needs "
                 f"a multiple of {natural} chunks per rank, got {cf}"
             )
-        check_placement(collective, topology)
         return self.generator(collective, topology)
 
     def _check_kind(self, kind: CollectiveKind) -> None:

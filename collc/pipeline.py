@@ -198,11 +198,12 @@ def make_collective(req: Request, producer: Producer, topology: Topology) -> Col
         rank_of = {x: r for r, x in enumerate(placement)}
         members = tuple(tuple(rank_of[x] for x in g) for g in groups.members)
     n = len(placement) if placement else topology.num_npus
-    per_group = len(members[0]) if members else n
+    npus = placement or tuple(range(n))
+    first = tuple(npus[r] for r in members[0]) if members else npus
     return Collective(
         req.collective,
         n,
-        producer.chunks_per_rank(req.collective, per_group),
+        producer.chunks_on(req.collective, first, topology),
         inplace=req.inplace,
         root=req.root if req.collective.rooted else -1,
         placement=placement if placement and placement != tuple(range(n)) else (),

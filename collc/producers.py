@@ -31,6 +31,11 @@ class Producer(Protocol):
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int: ...
 
+    def chunks_on(self, kind: CollectiveKind, npus: tuple[int, ...], topology: Topology) -> int:
+        """``chunks_per_rank`` for ranks on ``npus`` of ``topology`` (an algorithm whose split
+        depends on the network's shape cuts exactly as fine as that shape needs)."""
+        ...
+
     def generate(self, collective: Collective, topology: Topology) -> Program: ...
 
 
@@ -61,6 +66,10 @@ class _Pipelined:
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
         natural = self.base.chunks_per_rank(kind, num_ranks)
+        return natural * self.base.pipeline_default * self.factor
+
+    def chunks_on(self, kind: CollectiveKind, npus: tuple[int, ...], topology: Topology) -> int:
+        natural = self.base.chunks_on(kind, npus, topology)
         return natural * self.base.pipeline_default * self.factor
 
     def generate(self, collective: Collective, topology: Topology) -> Program:

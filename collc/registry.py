@@ -49,6 +49,15 @@ ALGORITHMS: dict[str, str] = {
         "hierarchical with Themis (offlineGreedy) scheduling: each stream its own "
         "dimension order, chosen to keep heterogeneous dimensions equally busy"
     ),
+    "swing": (
+        "Swing (NSDI 2024), bandwidth-optimal: reduce-scatter + all-gather over peers at "
+        "distance 1, -1, 3, -5, 11, ..., dimensions alternating, one instance per torus port "
+        "(2D on a D-dim torus); tori of 1-4 dims (meshes outside the paper's claim)"
+    ),
+    "swing-latency": (
+        "Swing, latency-optimal: the whole part exchanged and reduced at every step (log2 N "
+        "steps), one instance per torus port"
+    ),
     "fred-innetwork": (
         "in-network (FRED): the switches reduce and multicast while forwarding; all-reduce "
         "is one flow in which every NPU sends and receives the buffer once, reduce-scatter "

@@ -86,6 +86,11 @@ class Tacos:
 
         return chunks_for(kind, num_ranks, self.chunks_per_npu)
 
+    def chunks_on(self, kind: CollectiveKind, npus: tuple[int, ...], topology: Topology) -> int:
+        """`chunks_per_rank` for ``len(npus)`` ranks: TACOS's split does not depend on where
+        they sit."""
+        return self.chunks_per_rank(kind, len(npus))
+
     def generate(self, collective: Collective, topology: Topology) -> Program:
         """Synthesize ``collective`` on ``topology`` with the held size, seed and seeds.
 

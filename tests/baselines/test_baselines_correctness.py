@@ -17,10 +17,10 @@ from topologies import Topology, parse_topology
 
 TOPOLOGIES = ["ring:16", "mesh:4x4", "torus:4x4", "switch:16"]
 RANKS = [1, 2, 3, 4, 5, 7, 8, 12]
-# hierarchical, themis and dimensional run over a grid's rows and need the whole topology:
-# they have their own tests (test_hierarchical.py, tests/alltoall); these cases place ranks on
-# arbitrary NPU subsets.
-WHOLE_GRID_ONLY = {"hierarchical", "themis", "dimensional"}
+# hierarchical, themis and dimensional run over a grid's rows and need the whole topology, and
+# swing a (sub-)torus: they have their own tests (test_hierarchical.py, tests/alltoall,
+# test_swing.py); these cases place ranks on arbitrary NPU subsets.
+WHOLE_GRID_ONLY = {"hierarchical", "themis", "dimensional", "swing", "swing-latency"}
 CASES = [
     (name, kind)
     for name, entry in ALGORITHMS.items()

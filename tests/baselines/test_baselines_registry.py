@@ -27,6 +27,8 @@ def test_names() -> None:
         "dimensional",
         "hierarchical",
         "themis",
+        "swing",
+        "swing-latency",
         "fred-innetwork",
         "sparcml-rd",
         "sparcml-split",
