@@ -25,6 +25,7 @@ from collc.commands.libra import libra
 from collc.commands.replay import replay
 from collc.commands.simulate import simulate
 from collc.commands.synthesize import synthesize
+from collc.commands.tune import tune
 from collc.commands.verify import verify_cmd
 from collc.commands.view import view
 from collc.commands.workload import workload
@@ -43,6 +44,7 @@ cli.add_command(verify_cmd)
 cli.add_command(inspect)
 cli.add_command(simulate)
 cli.add_command(bench)
+cli.add_command(tune)
 cli.add_command(compile_cmd)
 cli.add_command(import_cmd)
 cli.add_command(export)

@@ -114,3 +114,9 @@ LIBRA_OBJECTIVES: dict[str, str] = {
     "perf-per-cost": "PerfPerCostOpt: least iteration time x network cost",
 }
 """`explore.problem.OBJECTIVES`."""
+TUNE_EXPORT_TARGETS = ("msccl-xml", "astra-sim")
+"""`collc.tune_export.TUNE_TARGETS`: what ``collc tune --export`` writes, one per range."""
+
+TUNED = "tuned"
+"""The ``--algorithm`` of ``collc workload simulate`` that picks, per collective kind, group
+and size, the fastest producer (`collc.tune_workload`)."""

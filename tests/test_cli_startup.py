@@ -101,6 +101,10 @@ def test_static_registries_match_the_real_ones() -> None:
     from payloads.endpoint import CONVERTERS
 
     assert registry.CONVERTERS == CONVERTERS
+    from collc.tune_export import TUNE_TARGETS
+
+    assert registry.TUNE_EXPORT_TARGETS == TUNE_TARGETS
+    assert set(TUNE_TARGETS) <= set(EXPORTERS)
 
 
 def test_the_version_written_into_files_is_the_installed_packages() -> None:
