@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -212,6 +213,12 @@ class TuneCache:
         data = {"format": CACHE_FORMAT, "results": self.entries}
         write_text_atomically(self.path, json.dumps(data, sort_keys=True, indent=0) + "\n")
         self.dirty = False
+
+
+def default_cache() -> Path:
+    """``$XDG_CACHE_HOME/collc/tune.json`` (``~/.cache`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "collc" / "tune.json"
 
 
 def file_candidates(paths: tuple[Path, ...], spec: TuneSpec) -> list[tuple[Candidate, Program]]:

@@ -45,9 +45,12 @@ def run_on_topology(
     remote_mem: tuple[float, float] | None = None,
     full: bool = False,
     phase: Callable[[str | None], None] = lambda _m: None,
+    tuned: list[dict[str, object]] | None = None,
 ) -> ModelRun:
     """Run ``w`` (checked, ``classes`` from `workloads.model.check_workload`) on ``topo``
-    under ``model`` ("analytical" or a `backends.sim` model name)."""
+    under ``model`` ("analytical" or a `backends.sim` model name). Where ``algos`` names
+    `registry.TUNED`, each collective's producer is the one ``collc tune`` finds fastest for
+    it, and the choices are appended to ``tuned``."""
     if model == "analytical":
         from workloads.analytical import native_timers
         from workloads.engine import run_workload
@@ -63,18 +66,34 @@ def run_on_topology(
         shortcut = f"{max(classes) + 1} classes of identical NPUs" if quick else "none"
         run = quick or run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem)
         return ModelRun(run, shortcut=shortcut)
-    from collc import pipeline
+    from collc import pipeline, registry
     from workloads.expand import run_contended
 
     cost = pipeline.cost_model_for(completion)
-    make = pipeline.program_for(
-        topo,
-        algos,
-        cost=cost,
-        chunks_per_npu=chunks_per_npu,
-        seed=seed,
-        max_transfers=max_transfers,
-    )
+    if registry.TUNED in (algos[0], *algos[1].values()):
+        from collc.tune import TuneCache, default_cache
+        from collc.tune_workload import tuned_program_for
+
+        make = tuned_program_for(
+            topo,
+            algos,
+            cost=cost,
+            model=model,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            max_transfers=max_transfers,
+            cache=TuneCache(default_cache()),
+            choices=[] if tuned is None else tuned,
+        )
+    else:
+        make = pipeline.program_for(
+            topo,
+            algos,
+            cost=cost,
+            chunks_per_npu=chunks_per_npu,
+            seed=seed,
+            max_transfers=max_transfers,
+        )
     done = run_contended(
         w, topo, make, model=model, cost=cost, roofline=roofline, remote_mem=remote_mem, phase=phase
     )

@@ -4,7 +4,6 @@ is `collc.tune`, the export `collc.tune_export`)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -27,12 +26,6 @@ def _ints(flag: str, text: str, least: int) -> tuple[int, ...]:
     if not values or min(values) < least:
         raise CollcError(f"{flag}: expected whole numbers of at least {least}, got {text!r}")
     return tuple(dict.fromkeys(values))
-
-
-def default_cache() -> Path:
-    """``$XDG_CACHE_HOME/collc/tune.json`` (``~/.cache`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "collc" / "tune.json"
 
 
 @click.command()
@@ -117,7 +110,7 @@ def tune(
     per size and neighbouring sizes merged into ranges (docs/tuning.md)."""
     from backends.sim.plots import require_matplotlib
     from collc.bench import parse_sizes
-    from collc.tune import TuneCache, TuneSpec, format_report, run_tune
+    from collc.tune import TuneCache, TuneSpec, default_cache, format_report, run_tune
 
     if (target is None) != (output is None):
         raise CollcError("--export and --output go together: --export TARGET -o DIR")

@@ -42,7 +42,7 @@ def workload() -> None:
 def parse_algorithms(text: str) -> tuple[str, dict[str, str]]:
     """``tacos`` or ``ring,allgather=direct,pg:3=tacos``: the default producer and overrides
     per collective kind (allreduce, allgather, reduce_scatter, alltoall) or per communicator
-    group (``pg:NAME``)."""
+    group (``pg:NAME``); ``tuned`` (`registry.TUNED`) is the fastest producer per collective."""
     from chakra_ir.collective import parse_collective_kind
 
     default = registry.DEFAULT_ALGORITHM
@@ -53,8 +53,8 @@ def parse_algorithms(text: str) -> tuple[str, dict[str, str]]:
             continue
         key, eq, algo = part.partition("=")
         name = algo.strip() if eq else key.strip()
-        if name not in registry.ALGORITHMS:
-            known = ", ".join(registry.ALGORITHMS)
+        if name not in registry.ALGORITHMS and name != registry.TUNED:
+            known = ", ".join([*registry.ALGORITHMS, registry.TUNED])
             raise CollcError(f"--algorithm: unknown producer {name!r} (known: {known})")
         if not eq:
             default = name
@@ -146,7 +146,8 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
     default=registry.DEFAULT_ALGORITHM,
     show_default=True,
     help="Producer of the collectives (not for analytical): NAME, or NAME plus overrides "
-    "KIND=NAME / pg:GROUP=NAME, comma-separated.",
+    "KIND=NAME / pg:GROUP=NAME, comma-separated; tuned: the fastest per kind, group and size "
+    "(collc tune).",
 )
 @click.option("--chunks-per-npu", type=int, default=1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -276,6 +277,7 @@ def simulate_cmd(
         else None
     )
     fred: dict[str, Any] | None = None
+    tuned: list[dict[str, object]] = []
     if fred_phases and model == "analytical":
         raise CollcError(
             "--fred-phases: the switches' phases need collc's collectives, not --model analytical"
@@ -328,6 +330,7 @@ def simulate_cmd(
             remote_mem=mem,
             full=full,
             phase=phase,
+            tuned=tuned,
         )
         run, sim, programs, shortcut = done.run, done.sim, done.programs, done.shortcut
     phase(None)
@@ -337,6 +340,8 @@ def simulate_cmd(
     if model != "analytical":
         data["algorithm"] = algorithm
         data["programs"] = programs
+        if tuned:
+            data["tuned"] = tuned
     else:
         data["system"] = _config_json(config)
         data["symmetry_shortcut"] = shortcut
@@ -394,6 +399,12 @@ def _print(d: dict[str, Any]) -> None:
             click.echo(
                 f"    {c['group']:>6} ({c['group_size']} NPUs) {c['kind']:<15} {c['comm_size']:>12,} B"
                 f"  x{c['count']:<5} {us(c['total_ns'])}"
+            )
+    if d.get("tuned"):
+        click.echo("  tuned choices (group, kind, bytes: producer)")
+        for t in d["tuned"][:10]:
+            click.echo(
+                f"    {t['group'] or '-':>6} {t['kind']:<15} {t['bytes']:>12,} B  {t['algorithm']}"
             )
     links = d.get("links")
     if links:

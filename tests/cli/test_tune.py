@@ -169,3 +169,37 @@ def test_table_names_the_ranges() -> None:
     result = CliRunner().invoke(cli, [*argv, "--algorithms", "ring,swing-latency"])
     assert result.exit_code == 0, result.output
     assert "chosen ranges" in result.output and "no limit" in result.output
+
+
+def test_workload_tuned_picks_the_fastest_per_collective(tmp_path: Path) -> None:
+    """Every tuned choice is what `collc tune` picks for that group and size alone, the
+    choices go through the cache, and on this data-parallel workload the tuned iteration is no
+    slower than one with the large all-reduces' producer used for every collective."""
+    runner = CliRunner()
+    wl = tmp_path / "wl"
+    gen = ["workload", "generate", "gpt3-125m", "--npus", "4", "--dp", "4", "-o", str(wl)]
+    assert runner.invoke(cli, [*gen, "--no-memory-check"]).exit_code == 0
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    sim = ["workload", "simulate", str(wl), "-t", "ring:4", "--json"]
+    result = runner.invoke(cli, [*sim, "--algorithm", "tuned"], env=env)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["tuned"]
+    for choice in data["tuned"]:
+        spec = TuneSpec(
+            "ring:4",
+            AR,
+            (choice["bytes"],),
+            placement="0,1,2,3",
+            tacos_chunks=(1,),
+            tacos_seeds=(0,),
+        )
+        report = run_tune(spec)
+        assert report.candidate(report.best[choice["bytes"]]).algorithm == choice["algorithm"]
+    assert (tmp_path / "xdg" / "collc" / "tune.json").is_file()
+    big = max(data["tuned"], key=lambda c: c["bytes"])["algorithm"]
+    forced = runner.invoke(cli, [*sim, "--algorithm", big], env=env)
+    assert forced.exit_code == 0, forced.output
+    assert data["iteration_ns"] <= json.loads(forced.output)["iteration_ns"]
+    bad = runner.invoke(cli, [*sim, "--algorithm", "tuned,allreduce=nope"], env=env)
+    assert bad.exit_code == 2 and "tuned" in bad.output
