@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--tacos-seeds", default="0")
     ap.add_argument("--no-workload", action="store_true")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     sizes = tuple(parse_sizes("1KiB:1GiB:x4" if args.quick else "1KiB:4GiB:x2"))
     cache = TuneCache(args.cache)
     with tempfile.TemporaryDirectory() as tmp:
