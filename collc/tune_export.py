@@ -12,25 +12,30 @@ export targets of `collc.exporters`.
 
 A range's program is made at the sweep size in the middle of its sizes (TACOS plans for a
 size; every other producer makes the same program at any size). ``tuning.json`` beside them
-lists the ranges and their files.
+lists the ranges and their files. The folder is written all at once (`chakra_ir.outdir.
+atomic_folder`): it replaces only an earlier tune export, marked by its ``tuning.json``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chakra_ir.outdir import atomic_folder
 from collc.request import Request
 from collc.tune import Candidate, TuneReport, TuneSpec
-from topologies.atomic import write_text_atomically
 from topologies.errors import CollcError
 
 if TYPE_CHECKING:
     from collc.results import Result
 
 TUNE_TARGETS = ("msccl-xml", "astra-sim")
+TUNING = "tuning.json"
+"""The listing of an export's ranges and files; it marks the folder as a tune export."""
 
 
 def _result(cand: Candidate, spec: TuneSpec, size: int) -> Result:
@@ -69,46 +74,57 @@ def export_tuning(report: TuneReport, spec: TuneSpec, target: str, out: Path) ->
         raise CollcError(
             f"--export: unknown target {target!r} (expected {', '.join(TUNE_TARGETS)})"
         )
-    out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     listing: list[dict[str, Any]] = []
     failures: list[str] = []
-    for i, r in enumerate(report.ranges):
-        inside = [
-            s for s in report.sizes if r.first <= s <= r.last and report.best.get(s) == r.label
-        ]
-        size = inside[len(inside) // 2]
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in r.label)
-        name = f"{i:02d}-{safe}"
-        try:
-            result = _result(report.candidate(r.label), spec, size)
-            program = dataclasses.replace(result.program, name=name)
-            options = ExportOptions(min_bytes=r.min_bytes, max_bytes=r.max_bytes)
-            where = out if target == "msccl-xml" else out / name
-            written = EXPORTERS[target](program, result.topology, result.manifest, where, options)
-        except CollcError as e:
-            failures.append(f"{r.label}: {e.message}")
-            continue
-        files += written
-        listing.append(
-            {
-                "algorithm": r.label,
-                "min_bytes": r.min_bytes,
-                "max_bytes": r.max_bytes,
-                "made_at_bytes": size,
-                "files": [str(f.relative_to(out)) for f in written],
-            }
-        )
-    summary = out / "tuning.json"
-    data = {
-        "target": target,
-        "topology": report.topology,
-        "collective": report.collective,
-        "model": report.model,
-        "ranges": listing,
-    }
-    write_text_atomically(summary, json.dumps(data, indent=2) + "\n")
-    files.append(summary)
+    with atomic_folder(out, TUNING, "a collc tune export") as tmp:
+        for i, r in enumerate(report.ranges):
+            inside = [
+                s for s in report.sizes if r.first <= s <= r.last and report.best.get(s) == r.label
+            ]
+            size = inside[len(inside) // 2]
+            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in r.label)
+            name = f"{i:02d}-{safe}"
+            try:
+                result = _result(report.candidate(r.label), spec, size)
+                program = dataclasses.replace(result.program, name=name)
+                options = ExportOptions(min_bytes=r.min_bytes, max_bytes=r.max_bytes)
+                if target == "msccl-xml":
+                    # the runtime reads one folder of XML files: each range's file moves up
+                    stage = tmp / ".stage" / name
+                    EXPORTERS[target](program, result.topology, result.manifest, stage, options)
+                    written = []
+                    for xml in sorted(stage.glob("*.xml")):
+                        written.append(tmp / xml.name)
+                        os.replace(xml, written[-1])
+                    shutil.rmtree(tmp / ".stage")
+                else:
+                    where = tmp / name
+                    written = EXPORTERS[target](
+                        program, result.topology, result.manifest, where, options
+                    )
+            except CollcError as e:
+                failures.append(f"{r.label}: {e.message}")
+                continue
+            files += [out / f.relative_to(tmp) for f in written]
+            listing.append(
+                {
+                    "algorithm": r.label,
+                    "min_bytes": r.min_bytes,
+                    "max_bytes": r.max_bytes,
+                    "made_at_bytes": size,
+                    "files": [str(f.relative_to(tmp)) for f in written],
+                }
+            )
+        data = {
+            "target": target,
+            "topology": report.topology,
+            "collective": report.collective,
+            "model": report.model,
+            "ranges": listing,
+        }
+        (tmp / TUNING).write_text(json.dumps(data, indent=2) + "\n")
+        files.append(out / TUNING)
     if failures:
         raise CollcError(f"--export {target}: not exported: {'; '.join(failures)}")
     return files
