@@ -164,7 +164,7 @@ def part3(size: int, densities: tuple[float, ...]) -> None:
                     pl = parse_payload(f"sparse:density={rho},format={fmt}")
                     if topk:
                         pl = pl.with_topk()
-                    sizes = message_sizes(p, pl, cb, trace=traces[name])
+                    sizes = message_sizes(p, pl, cb, trace=traces[name], topology=topo)
                     times[fmt] = simulate(p, topo, cb, sizes=sizes).finish_ns
                     if fmt == "auto":
                         used = sizes.formats_used(p)

@@ -5,7 +5,8 @@ same cost model, for one size or an nccl-tests style sweep. Baseline programs ar
 so each is produced once; TACOS schedules depend on the bytes per chunk, so it is
 synthesized per size. With process groups every algorithm runs in every group at once
 (baselines group by group, TACOS jointly, and as ``tacos-independent`` group by group), and
-the bound is the joint one.
+the bound is the joint one. Under a sparse payload TACOS plans with its messages' sizes, and
+``tacos-dense`` is TACOS as planned for dense chunks, both weighed under the payload.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from collc.pipeline import (
     make_collective,
     parse_placement,
 )
+from collc.request import payload_of
 from topologies import Topology, parse_topology
 from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
     from payloads.sizes import MessageSizes
 
 INDEPENDENT = "tacos-independent"
+DENSE_PLAN = "tacos-dense"
+"""Under a sparse payload, TACOS as planned for dense chunks (``tacos`` plans with the
+payload's message sizes, `tacos.sized`): the row that shows what planning with them gains."""
 """The bench row of TACOS synthesizing each process group alone (with --groups)."""
 
 
@@ -152,9 +157,7 @@ def run_bench(
     start = time.perf_counter()
     sparse = None
     if payload is not None:
-        from payloads.describe import parse_payload
-
-        sparse = parse_payload(payload)
+        sparse = payload_of(payload)
         if sparse.dense:
             sparse = None
         elif groups:
@@ -173,8 +176,14 @@ def run_bench(
             INDEPENDENT,
             *names[names.index("tacos") + 1 :],
         ]
+    if sparse is not None and "tacos" in names and DENSE_PLAN not in names:
+        names = [
+            *names[: names.index("tacos") + 1],
+            DENSE_PLAN,
+            *names[names.index("tacos") + 1 :],
+        ]
     for name in names:
-        if name == INDEPENDENT and groups:
+        if (name == INDEPENDENT and groups) or (name == DENSE_PLAN and sparse is not None):
             continue
         if name not in ALGORITHMS:
             raise CollcError(
@@ -196,6 +205,8 @@ def run_bench(
             groups=groups,
             max_transfers=max_transfers,
             max_work=max_work,
+            payload=payload if sparse is not None and payload is not None else "",
+            converter=converter,
         )
         # Programs cut the buffer differently: only bounds that hold for any chunking apply.
         report.bounds_ns[size] = bounds_for(req, topology, n, npus, any_chunking=True).best
@@ -264,12 +275,12 @@ def _sparse(
     from payloads.bounds import sparse_bound
     from payloads.sizes import message_sizes, payload_chunk_bytes
 
-    chunk_bytes = payload_chunk_bytes(payload, program) or chunk_bytes
+    chunk_bytes = payload_chunk_bytes(payload, program.collective) or chunk_bytes
     base = BASELINES.get(name)
     topk = base is not None and base.topk
     if topk:
         payload = payload.with_topk()
-    sizes = message_sizes(program, payload, chunk_bytes, converter=converter)
+    sizes = message_sizes(program, payload, chunk_bytes, converter=converter, topology=topology)
     return chunk_bytes, sizes, sparse_bound(program, payload, chunk_bytes, topology), topk
 
 
@@ -305,6 +316,9 @@ def _program(
         return cache[name]
     if name == INDEPENDENT:
         req = dataclasses.replace(req, groups_independent=True)
+        name = "tacos"
+    elif name == DENSE_PLAN:
+        req = dataclasses.replace(req, payload="")
         name = "tacos"
     producer = ALGORITHMS[name](req, None)
     out: Program | str

@@ -108,9 +108,8 @@ def payload_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "--converter",
         type=click.Choice(list(registry.CONVERTERS)),
-        default="sw",
-        show_default=True,
+        default=None,
         help="Format conversion at the endpoints: sw, or hw (the accelerator's converter, 4x "
-        "faster).",
+        "faster).  [default: sw; simulate: the folder's]",
     )(f)
     return click.option("--payload", default=None, help=PAYLOAD_HELP)(f)

@@ -10,6 +10,7 @@ collectives) and re-exports the others from the modules that hold them: `collc.r
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from collc.request import (
     call_groups,
     cost_model_for,
     parse_placement,
+    payload_of,
 )
 from collc.results import Result, bind_size, bounds_for, program_bounds
 from collc.simulation import SimRequest, simulate_folder, simulate_groups
@@ -53,6 +55,7 @@ from topologies.errors import CollcError
 # gates' simulation).
 if TYPE_CHECKING:
     from chakra_ir.program import Program
+    from payloads.describe import Payload
     from topologies import Topology
     from topologies.cost_model import CostModel
     from workloads.engine import CollCall
@@ -123,6 +126,15 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         raise CollcError(f"--chunks-per-npu must be at least 1, got {req.chunks_per_npu}")
     if req.size_bytes <= 0:
         raise CollcError(f"--size must be positive, got {req.size_bytes} bytes")
+    payload = payload_of(req.payload) if req.payload else None
+    if payload is not None and not payload.dense:
+        if req.groups:
+            raise CollcError("--payload does not apply to process groups yet")
+        if payload.tensors is not None:
+            # Real tensors fix the size (as in `collc bench`).
+            req = dataclasses.replace(
+                req, size_bytes=payload.tensors.elements * payload.tensors.itemsize
+            )
     check_times(topology, req.size_bytes)
     algo = ALGORITHMS[req.algorithm](req, progress)
     if req.collective not in algo.collectives:
@@ -156,6 +168,10 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     if isinstance(algo, Tacos):
         # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
         extra["seeds"] = req.seeds
+    if req.payload:
+        # `collc simulate` of the folder weighs its messages under this payload by default.
+        extra["payload"] = payload.spec if payload is not None else req.payload
+        extra["converter"] = req.converter
     if collective.groups:
         extra["groups"] = req.groups
         extra["groups_joint"] = isinstance(algo, Tacos) and not req.groups_independent
@@ -169,7 +185,7 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
             program, topology, chunk_bytes_for(collective, req.size_bytes), cost=cost
         ).finish_ns
         seconds["estimate"] = time.perf_counter() - t3
-    return bind_size(
+    result = bind_size(
         program,
         topology,
         req.size_bytes,
@@ -181,6 +197,22 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
         tacos_chunks,
         extra or None,
         completion=cost.completion,
+    )
+    if payload is not None and not payload.dense:
+        result = _sparse_bound(result, payload)
+    return result
+
+
+def _sparse_bound(result: Result, payload: Payload) -> Result:
+    """``result`` measured against the sparse payload's bound (`payloads.bounds`): the dense
+    bounds do not hold for messages that weigh less than their chunks."""
+    from payloads.bounds import sparse_bound
+
+    m = result.manifest
+    bound = sparse_bound(result.program, payload, m.chunk_bytes, result.topology)
+    extra = {**m.extra, "lower_bound": bound[0], "lower_bound_ns": bound[1]}
+    return dataclasses.replace(
+        result, bound=bound, manifest=dataclasses.replace(m, extra=extra), bounds_chunks=None
     )
 
 

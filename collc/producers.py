@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from chakra_ir.collective import Collective, CollectiveKind
 from collc import registry
-from collc.request import Request
+from collc.request import Request, payload_of
 
 if TYPE_CHECKING:
     from baselines.base import Baseline
@@ -80,6 +80,8 @@ def _tacos(req: Request, progress: Progress | None) -> Producer:
     from tacos import Tacos
 
     return Tacos(
+        payload=payload_of(req.payload) if req.payload else None,
+        converter=req.converter,
         size_bytes=req.size_bytes,
         chunks_per_npu=req.chunks_per_npu,
         seed=req.seed,

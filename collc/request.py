@@ -3,6 +3,7 @@ send-completion rule, and the NPUs and process groups a request names on a topol
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from topologies.cost_model import DEFAULT_COMPLETION, Completion, CostModel
 from topologies.errors import CollcError
 
 if TYPE_CHECKING:
+    from payloads.describe import Payload
     from topologies import Topology
     from topologies.groups import Groups
 
@@ -45,10 +47,24 @@ class Request:
     max_work: int = 0
     """Refuse a synthesis of more estimated work than this (`check_work`, `estimate_work`); 0:
     the default `MAX_WORK`."""
+    payload: str = ""
+    """A payload spec (`payloads.describe`; empty: none): TACOS plans with its message sizes
+    (`tacos.sized`), and the output folder records it for ``collc simulate``."""
+    converter: str = "sw"
+    """Format conversion at the endpoints under ``payload``: ``sw`` or ``hw``."""
 
     def cost_model(self) -> CostModel:
         """The cost model this request produces and times under."""
         return cost_model_for(self.completion)
+
+
+@functools.lru_cache(maxsize=1)
+def payload_of(spec: str) -> Payload:
+    """The parsed payload ``spec`` (`payloads.describe.parse_payload`), kept for the next
+    caller of the same spec so that real tensors are read once."""
+    from payloads.describe import parse_payload
+
+    return parse_payload(spec)
 
 
 def cost_model_for(completion: str) -> CostModel:

@@ -46,8 +46,9 @@ class SimRequest:
     store-and-forward, the producers' rule."""
     payload: str | None = None
     """A payload spec (`payloads.describe`): messages weigh their contributions' supports."""
-    converter: str = "sw"
-    """Format conversion at the endpoints: ``sw`` or ``hw`` (`payloads.endpoint`)."""
+    converter: str | None = None
+    """Format conversion at the endpoints: ``sw`` or ``hw`` (`payloads.endpoint`); None: the
+    folder's (recorded with its payload), else ``sw``."""
 
 
 def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
@@ -111,6 +112,15 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         )
         return result, topology, None
     manifest, program, _ = load(folder)
+    if payload is None and manifest.extra.get("payload"):
+        # A folder synthesized for a payload is weighed under it unless told otherwise.
+        from payloads.describe import parse_payload
+
+        payload = parse_payload(str(manifest.extra["payload"]))
+        if req.model != "congestion" and not payload.dense:
+            payload = None
+    if req.converter is None:
+        req = dataclasses.replace(req, converter=str(manifest.extra.get("converter", "sw")))
     topology = topology_of(manifest, req.topology, force=req.force)
     cost = dataclasses.replace(
         cost_model_for(completion_of(manifest, req.completion, force=req.force)),
@@ -127,7 +137,7 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         chunk_bytes = chunk_bytes_for(program.collective, req.size_bytes)
     sizes = None
     if payload is not None:
-        chunk_bytes, sizes = _payload_sizes(program, payload, manifest, chunk_bytes, req)
+        chunk_bytes, sizes = _payload_sizes(program, payload, manifest, chunk_bytes, req, topology)
     check_times(topology, chunk_bytes * program.collective.size_chunks)
     reduce_micros = manifest.extra.get("reduce_micros")
     if program.collective.groups:
@@ -168,7 +178,7 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
         and topology == parse_topology(manifest.topology)
         and cost.completion.value == manifest.completion
         and cost.cut_through_router_ns is None
-        and sizes is None
+        and (sizes is None or _as_planned(manifest, payload, req))
     )
     return result, topology, float(estimate) if estimate is not None and same_size else None
 
@@ -179,6 +189,7 @@ def _payload_sizes(
     manifest: Manifest,
     chunk_bytes: int,
     req: SimRequest,
+    topology: Topology,
 ) -> tuple[int, MessageSizes]:
     """The chunk size (a tensor payload's own) and the per-message sizes of ``payload``."""
     from baselines import ALGORITHMS as BASELINES
@@ -186,7 +197,7 @@ def _payload_sizes(
 
     if program.collective.groups:
         raise CollcError("--payload does not apply to a program of process groups yet")
-    own = payload_chunk_bytes(payload, program)
+    own = payload_chunk_bytes(payload, program.collective)
     if own is not None and own != chunk_bytes:
         if not req.force:
             raise CollcError(
@@ -197,7 +208,18 @@ def _payload_sizes(
     base = BASELINES.get(manifest.algorithm)
     if base is not None and base.topk:
         payload = payload.with_topk()
-    return chunk_bytes, message_sizes(program, payload, chunk_bytes, converter=req.converter)
+    return chunk_bytes, message_sizes(
+        program, payload, chunk_bytes, converter=req.converter or "sw", topology=topology
+    )
+
+
+def _as_planned(manifest: Manifest, payload: Payload | None, req: SimRequest) -> bool:
+    """Whether the folder's estimate was made under this payload and converter."""
+    return (
+        payload is not None
+        and manifest.extra.get("payload") == payload.spec
+        and manifest.extra.get("converter", "sw") == req.converter
+    )
 
 
 def _formats_note(sizes: MessageSizes, program: Program) -> str:

@@ -28,7 +28,7 @@ from topologies.topology import Topology
 def needed_values(program: Program, payload: Payload, chunk_bytes: int) -> list[int]:
     """Per rank, the values it must receive at least (see the module docstring)."""
     c = program.collective
-    E = elements_per_chunk(payload, program, chunk_bytes)
+    E = elements_per_chunk(payload, program.collective, chunk_bytes)
     positions: list[np.ndarray] = []
     if payload.tensors is not None:
         positions = [np.flatnonzero(a.ravel()) for a in payload.tensors.arrays]

@@ -5,7 +5,10 @@ to learn which contributions every message carries. A slot holding chunk ``i`` s
 ranks of ``mask`` weighs what the union of those ranks' supports in region ``i`` of the tensor
 weighs: ``1-(1-rho)^k`` of its elements for a statistical payload (``k`` contributions), the
 exact union for real tensors. A message is its slots, each a block encoded in the message's
-format: the payload's fixed format, or with ``auto`` the one that makes the message smallest.
+format: the payload's fixed format, or with ``auto`` the one that makes the message fastest:
+the least of its wire time (its bytes serialized on every link of its route, store-and-forward,
+when the topology is given) plus its endpoint work (`payloads.endpoint`; a dense message needs
+no conversion), ties to the smaller; without a topology, the smallest.
 Region ``i`` is elements ``[i E, (i+1) E)`` of the flattened tensor, ``E`` elements per chunk;
 when the tensor is a matrix ``M x K`` and ``K`` divides ``E``, a region is a block of whole
 rows, else a vector.
@@ -20,13 +23,14 @@ bounds and `bench` take as an input; the Program itself is unchanged.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from chakra_ir.collective import Contents
+from chakra_ir.collective import Collective, Contents
 from chakra_ir.program import OpKind, Program
 from payloads.describe import Payload
 from payloads.endpoint import endpoint_ns
@@ -35,6 +39,7 @@ from payloads.formats import FORMATS, BlockStats, fill_in, format_bytes
 
 if TYPE_CHECKING:
     from chakra_ir.verify import MessageTrace
+    from topologies.topology import Topology
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -80,28 +85,28 @@ class MessageSizes:
         }
 
 
-def elements_per_chunk(payload: Payload, program: Program, chunk_bytes: int) -> int:
+def elements_per_chunk(payload: Payload, collective: Collective, chunk_bytes: int) -> int:
     """``E``: a tensor's elements over its regions, else the chunk's bytes over the value's."""
     if payload.tensors is not None:
-        regions = program.collective.input_chunks(0)
+        regions = collective.input_chunks(0)
         return -(-payload.tensors.elements // regions)
     return max(1, chunk_bytes // payload.value_bytes)
 
 
-def check_tensors(payload: Payload, program: Program) -> None:
-    """`PayloadError` unless a tensor payload holds one tensor per rank of ``program``."""
+def check_tensors(payload: Payload, collective: Collective) -> None:
+    """`PayloadError` unless a tensor payload holds one tensor per rank of ``collective``."""
     t = payload.tensors
-    ranks = program.collective.num_ranks
+    ranks = collective.num_ranks
     if t is not None and len(t.arrays) != ranks:
         raise PayloadError(f"{t.source}: {len(t.arrays)} tensors for {ranks} ranks (one per rank)")
 
 
-def payload_chunk_bytes(payload: Payload, program: Program) -> int | None:
-    """The chunk size real tensors imply for ``program`` (None for other payloads)."""
+def payload_chunk_bytes(payload: Payload, collective: Collective) -> int | None:
+    """The chunk size real tensors imply for ``collective`` (None for other payloads)."""
     if payload.tensors is None:
         return None
-    check_tensors(payload, program)
-    return elements_per_chunk(payload, program, 0) * payload.value_bytes
+    check_tensors(payload, collective)
+    return elements_per_chunk(payload, collective, 0) * payload.value_bytes
 
 
 class _Weigher:
@@ -109,14 +114,14 @@ class _Weigher:
 
     def __init__(self, payload: Payload, program: Program, chunk_bytes: int) -> None:
         self.p = payload
-        self.E = elements_per_chunk(payload, program, chunk_bytes)
+        self.E = elements_per_chunk(payload, program.collective, chunk_bytes)
         c = program.collective
         self.full = c.group_size
         self.total = payload.tensors.elements if payload.tensors is not None else None
         self.cache: dict[Contents, tuple[I64, int]] = {}
         self.positions: list[I64] = []
         if payload.tensors is not None:
-            check_tensors(payload, program)
+            check_tensors(payload, program.collective)
             t = payload.tensors
             self.positions = [np.flatnonzero(a.ravel()) for a in t.arrays]
 
@@ -196,12 +201,15 @@ def message_sizes(
     *,
     converter: str = "sw",
     trace: MessageTrace | None = None,
+    topology: Topology | None = None,
 ) -> MessageSizes:
     """The wire size of every message of ``program`` under ``payload`` with chunks of
     ``chunk_bytes``, and the endpoint work of every receive under ``converter`` (``sw`` or
     ``hw``); see the module docstring. ``trace`` is the program's `MessageTrace` when the
-    caller has one (else the program is verified here). Raises `VerifyError` for a wrong
-    program and `PayloadError` for tensors that do not fit it."""
+    caller has one (else the program is verified here). ``topology``, the one the program
+    runs on, lets ``auto`` weigh each message's wire time on its route (else it picks by
+    bytes). Raises `VerifyError` for a wrong program and `PayloadError` for tensors that do
+    not fit it."""
     p = program
     n = p.num_ops
     kind = p.kind
@@ -228,6 +236,7 @@ def message_sizes(
     match = trace.match
     recvs = np.flatnonzero(match >= 0)
     recv_of = dict(zip(match[recvs].tolist(), recvs.tolist(), strict=True))
+    ns_per_byte = _route_ns_per_byte(p, topology) if fixed < 0 and topology is not None else None
     for g in np.flatnonzero(kind == OpKind.SEND).tolist():
         total = np.zeros(len(FORMATS), dtype=np.int64)
         nz = 0
@@ -245,7 +254,12 @@ def message_sizes(
             endpoint_ns(payload, f, int(total[i]), int(held[i]), reduce, converter)
             for i, f in enumerate(FORMATS)
         ]
-        f = fixed if fixed >= 0 else int(np.argmin(total))
+        if fixed >= 0:
+            f = fixed
+        elif ns_per_byte is None:
+            f = int(np.argmin(total))
+        else:
+            f = fastest(total, work, ns_per_byte[g])
         for x in (g, rv):
             op_bytes[x] = total[f]
             op_format[x] = f
@@ -254,3 +268,45 @@ def message_sizes(
     dense_nnz = p.count.astype(np.int64) * w.E
     op_nnz[flows] = dense_nnz[flows]
     return MessageSizes(op_bytes, compute, op_format, op_nnz, payload.spec, chunk_bytes)
+
+
+def fastest(nbytes: I64, work_ns: list[float], ns_per_byte: float) -> int:
+    """``auto``'s choice for one message: the format (index in `FORMATS`) whose bytes
+    serialized along the route (``ns_per_byte``: the sum over its links of one over their
+    bandwidth) plus its endpoint work take least time; ties to the smaller, then to the
+    first listed."""
+    best = 0
+    best_key = (float("inf"), 0)
+    for i in range(len(FORMATS)):
+        key = (float(nbytes[i]) * ns_per_byte + work_ns[i], int(nbytes[i]))
+        if key < best_key:
+            best, best_key = i, key
+    return best
+
+
+def _route_ns_per_byte(program: Program, topology: Topology) -> dict[int, float]:
+    """Per Send (global op index): the sum over the links of its route of one over their
+    bandwidth (ns per byte). The route is the Send's hint, else the topology's route between
+    the two ranks' NPUs; between parallel links the one `Topology.route_links` takes."""
+    p = program
+    c = p.collective
+    rank = p.op_rank()
+    out: dict[int, float] = {}
+    cache: dict[tuple[int, ...], float] = {}
+    off, nodes = p.route_offsets, p.route_nodes
+    for g in np.flatnonzero(p.kind == OpKind.SEND).tolist():
+        a, b = int(off[g]), int(off[g + 1])
+        if b - a >= 2:
+            path = tuple(nodes[a:b].tolist())
+        else:
+            path = topology.route(c.npu(int(rank[g])), c.npu(int(p.peer[g])))
+        t = cache.get(path)
+        if t is None:
+            t = 0.0
+            for u, v in itertools.pairwise(path):
+                links = topology.links_between(u, v)
+                if links:
+                    t += 1.0 / max(lk.bandwidth_bytes_per_ns for lk in links)
+            cache[path] = t
+        out[g] = t
+    return out

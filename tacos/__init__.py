@@ -21,6 +21,7 @@ from topologies.topology import Topology
 # Start-up (issue 12): the synthesizer is imported on first use, so `tacos.bounds` (which
 # `collc compile` runs) does not load it.
 if TYPE_CHECKING:
+    from payloads.describe import Payload
     from tacos.result import Progress
     from tacos.result import Synthesis as Synthesis
     from tacos.synthesis import chunks_for as chunks_for
@@ -44,6 +45,8 @@ class Tacos:
     The schedule depends on the bytes per chunk, so the producer holds the collective's size
     (``size_bytes``, nccl-tests convention: the largest buffer), the chunk granularity
     (``chunks_per_npu``, see `chunks_for`), the ``seed`` and how many seeds to try (``seeds``).
+    With a sparse ``payload`` it plans with the sizes its messages will have under that
+    payload and ``converter`` (`tacos.sized`); a real-tensor payload sets the chunk size.
     """
 
     name = "tacos"
@@ -63,6 +66,8 @@ class Tacos:
         cost: CostModel = DEFAULT_COST_MODEL,
         progress: Progress | None = None,
         groups_independent: bool = False,
+        payload: Payload | None = None,
+        converter: str = "sw",
     ) -> None:
         if size_bytes <= 0:
             raise TacosError(f"size must be positive, got {size_bytes} bytes")
@@ -77,6 +82,8 @@ class Tacos:
         self.cost = cost
         self.progress = progress
         self.groups_independent = groups_independent
+        self.payload = None if payload is None or payload.dense else payload
+        self.converter = converter
         self.last: Synthesis | None = None
 
     def chunks_per_rank(self, kind: CollectiveKind, num_ranks: int) -> int:
@@ -103,6 +110,22 @@ class Tacos:
         from tacos.synthesis import synthesize
 
         chunk_bytes = chunk_bytes_for(collective, self.size_bytes)
+        if self.payload is not None:
+            from payloads.sizes import payload_chunk_bytes
+            from tacos.sized import synthesize_sized  # only a sparse payload loads it
+
+            self.last = synthesize_sized(
+                collective,
+                topology,
+                payload_chunk_bytes(self.payload, collective) or chunk_bytes,
+                self.payload,
+                converter=self.converter,
+                seed=self.seed,
+                seeds=self.seeds,
+                cost=self.cost,
+                progress=self.progress,
+            )
+            return self.last.program
         if collective.groups:
             from tacos.groups import synthesize_groups  # only for process groups (start-up)
 

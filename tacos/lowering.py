@@ -55,6 +55,9 @@ class Phase:
     forward: bool
     reduce: bool
     shift: int = 0
+    timing: tuple[I64, I64] | None = None
+    """Per route id, ``(dur, ser0)`` at the size this phase was planned with, when it differs
+    from the routes' own (a payload's message sizes, `tacos.sized`)."""
 
 
 @dataclass
@@ -163,6 +166,18 @@ def lower(
     G = len(X)
     sizes = [len(p.transfers["chunk"]) for p in phases]
     offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    t_ser0: I64 | None = None  # per transfer, when some phase was planned at its own size
+    for pi, p in enumerate(phases):
+        if p.timing is not None:
+            sl = slice(int(offs[pi]), int(offs[pi + 1]))
+            if t_ser0 is None:
+                t_ser0 = ser0[route]
+            arrive[sl] = start[sl] + p.timing[0][route[sl]]
+            t_ser0[sl] = p.timing[1][route[sl]]
+
+    def ser0_of(g: I64) -> I64:
+        return ser0[route[g]] if t_ser0 is None else t_ser0[g]
+
     reduce = np.repeat(np.array([p.reduce for p in phases], dtype=bool), sizes)
     gidx = np.arange(G, dtype=np.int64)
 
@@ -281,11 +296,11 @@ def lower(
     # Timing deps when neither the data nor the link explains the start.
     for g, tg, natural in timing_ops:
         ch = chain[g]
-        ch_done = np.where(ch >= 0, start[np.maximum(ch, 0)] + ser0[route[np.maximum(ch, 0)]], 0)
+        ch_done = np.where(ch >= 0, start[np.maximum(ch, 0)] + ser0_of(np.maximum(ch, 0)), 0)
         need_t = (tg >= 0) & (start[g] > np.maximum(ch_done, natural))
         j = tg >> 1
         op = np.where(tg & 1, j, G + j)
-        done = arrive[j] if on_arrival else np.where(tg & 1, start[j] + ser0[route[j]], arrive[j])
+        done = arrive[j] if on_arrival else np.where(tg & 1, start[j] + ser0_of(j), arrive[j])
         add_send(g[need_t], op[need_t], np.where(tg & 1, done, arrive[j])[need_t])
     del timing_ops, chain, same, X
     # Initial copies of the collective (not in place).

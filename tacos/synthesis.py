@@ -16,8 +16,10 @@ each send start as soon as its dependencies allow, as a simulator does.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +87,8 @@ def synthesize(
     cost: CostModel = DEFAULT_COST_MODEL,
     progress: Progress | None = None,
 ) -> Synthesis:
-    """Synthesize ``collective`` on ``topology`` with chunks of ``chunk_bytes`` bytes.
+    """Synthesize ``collective`` on ``topology`` with chunks of ``chunk_bytes`` bytes
+    (planned for dense chunks; `tacos.sized` plans with a sparse payload's sizes).
 
     Contract: the program satisfies ``collective`` (it passes `chakra_ir.verify.verify` and
     `verify_routes` against ``topology``); each Send carries the route it was charged for; the
@@ -105,16 +108,81 @@ def synthesize(
             collective, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, progress=progress
         )
     check_arguments(chunk_bytes, seeds)
-    npus = check_placement(collective, topology)
-    R, cf = collective.num_ranks, collective.chunks_per_rank
+    check_placement(collective, topology)
+    R = collective.num_ranks
     name = f"tacos-{kind.value}"
     if R == 1:
         return Synthesis(
             _trivial(collective, name), 0.0, time.perf_counter() - t0, seed, chunk_bytes
         )
     say = progress or (lambda _f: None)
+    sch = schedule(collective, topology, chunk_bytes, seed=seed, seeds=seeds, cost=cost, say=say)
+    routes = sch.routes
+    say(0.85)
+    single = all(len(tm.hops) == 1 for tm in routes.timed)
+    timed: list[Replay] = []
+
+    def timer(tr: Transfers) -> tuple[I64, I64]:
+        rp = (replay_single_hop if single else replay)(
+            tr, routes.timed, cost.reduction_ns(chunk_bytes), cost.on_arrival
+        )
+        timed.append(rp)
+        return rp.events, rp.start
+
+    low = _lower(collective, sch.phases, routes, sch.origin, name, timer, cost.on_arrival)
+    say(0.92)
+    estimate_ps = timed[0].finish_ps
+    say(1.0)
+    return Synthesis(
+        low.program,
+        estimate_ps / PS_PER_NS,
+        time.perf_counter() - t0,
+        sch.seed,
+        chunk_bytes,
+        sch.phases_ns,
+        len(low.transfers.src),
+        bool(np.array_equal(timed[0].start, low.transfers.start)),
+    )
+
+
+@dataclass
+class Schedule:
+    """A synthesized schedule before lowering: its ``phases``, the ``routes`` they take (timed
+    at the reverse phases' planning size, else the forward ones'), each chunk's ``origin``,
+    the seed kept and each phase's planned makespan (ns)."""
+
+    phases: list[Phase]
+    routes: Routes
+    origin: I64
+    seed: int
+    phases_ns: dict[str, float]
+
+
+def schedule(
+    collective: Collective,
+    topology: Topology,
+    chunk_bytes: float,
+    *,
+    seed: int,
+    seeds: int,
+    cost: CostModel,
+    say: Progress,
+    reverse_bytes: float | None = None,
+    forward_bytes: float | None = None,
+) -> Schedule:
+    """The phases of ``collective`` (not all-to-all, at least 2 ranks) planned by the matching
+    with chunks of ``chunk_bytes``, or with the sizes its messages will have: reverse phases
+    (reductions, Scatter) with ``reverse_bytes`` and forward ones with ``forward_bytes`` when
+    given (`tacos.sized`); progress goes to ``say`` up to 0.8."""
+    kind = collective.kind
+    npus = check_placement(collective, topology)
+    R, cf = collective.num_ranks, collective.chunks_per_rank
+    rev_b = chunk_bytes if reverse_bytes is None else reverse_bytes
+    fwd_b = chunk_bytes if forward_bytes is None else forward_bytes
+    sized = rev_b != chunk_bytes or fwd_b != chunk_bytes
+    forward = kind in (CollectiveKind.ALLGATHER, CollectiveKind.BROADCAST, CollectiveKind.GATHER)
     net = Net.of(topology)
-    routes = Routes(net, chunk_bytes, cost)
+    routes = Routes(net, fwd_b if forward else rev_b, cost)
     root = collective.root
 
     def solve(
@@ -123,11 +191,12 @@ def synthesize(
         sink: int,
         lo: float,
         hi: float,
+        nbytes: float,
         ready: Sequence[int] = (),
         busy_until: dict[int, int] | None = None,
     ) -> tuple[Plan, list[Channel], list[Timed], int]:
         channels = build_channels(on, npus)
-        timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
+        timing = [time_channel(on, ch, nbytes, cost) for ch in channels]
         best: tuple[Plan, int] | None = None
         for i in range(seeds):
             a = lo + (hi - lo) * i / seeds
@@ -166,40 +235,39 @@ def synthesize(
         src = [root] * cf
         origin = np.full(cf, root, dtype=np.int64)
     sink = root if kind in (CollectiveKind.GATHER, CollectiveKind.SCATTER) else -1
-    forward = kind in (CollectiveKind.ALLGATHER, CollectiveKind.BROADCAST, CollectiveKind.GATHER)
     if forward:
-        plan, chans, _tm, used = solve(net, src, sink, 0.0, 0.8)
+        plan, chans, _tm, used = solve(net, src, sink, 0.0, 0.8, fwd_b)
         phases.append(Phase(forward_phase(plan, chans, routes), True, False))
         phases_ns[kind.value] = plan.makespan / PS_PER_NS
     elif kind is not CollectiveKind.ALLREDUCE:
-        plan, chans, tm, used = solve(net.transpose(), src, sink, 0.0, 0.8)
+        plan, chans, tm, used = solve(net.transpose(), src, sink, 0.0, 0.8, rev_b)
         phases.append(
             Phase(reverse_phase(plan, chans, tm, routes), False, kind is not CollectiveKind.SCATTER)
         )
         phases_ns[kind.value] = plan.makespan / PS_PER_NS
     else:
-        if net.is_self_transpose():
-            plan, chans, tm, used = solve(net, src, -1, 0.0, 0.35)
+        if net.is_self_transpose() and rev_b == fwd_b:
+            plan, chans, tm, used = solve(net, src, -1, 0.0, 0.35, fwd_b)
             t_chans, t_plan = _transpose_plan(net, plan, chans)
             t_net = net.transpose()
-            t_tm = [time_channel(t_net, ch, chunk_bytes, cost) for ch in t_chans]
+            t_tm = [time_channel(t_net, ch, rev_b, cost) for ch in t_chans]
             rs = reverse_phase(t_plan, t_chans, t_tm, routes)
             rs_span = plan.makespan
         else:
-            t_plan, t_chans, t_tm, used = solve(net.transpose(), src, -1, 0.0, 0.25)
+            t_plan, t_chans, t_tm, used = solve(net.transpose(), src, -1, 0.0, 0.25, rev_b)
             rs = reverse_phase(t_plan, t_chans, t_tm, routes)
             rs_span = t_plan.makespan
-            plan, chans, _tm, _ = solve(net, src, -1, 0.25, 0.5)
+            plan, chans, _tm, _ = solve(net, src, -1, 0.25, 0.5, fwd_b)
         # Two ways to follow the Reduce-Scatter, the planned-shorter kept: the All-Gather
         # planned as if every chunk were ready at once, after it; or each chunk started where
         # and when the Reduce-Scatter finishes it, on links as they come free of it.
-        # The second is skipped when the first is within 0.5% of the cheap lower bound.
+        # The second is skipped when the first is within 0.5% of the cheap lower bound (a
+        # bound for dense chunks only).
         classic = rs_span + plan.makespan
-        bound_ps = to_ps(allreduce_volume_bound_ns(net, npus, chunk_bytes, cf))
         early: Plan | None = None
-        if classic > bound_ps * 1.005:
+        if sized or classic > to_ps(allreduce_volume_bound_ns(net, npus, chunk_bytes, cf)) * 1.005:
             ready, busy_until = _finished(rs, routes, origin)
-            early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, ready, busy_until)
+            early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, fwd_b, ready, busy_until)
         phases.append(Phase(rs, False, True))
         if early is not None and early.makespan < classic:
             phases.append(Phase(forward_phase(early, e_chans, routes), True, False))
@@ -209,31 +277,15 @@ def synthesize(
             ag_ns = plan.makespan / PS_PER_NS
         phases_ns[CollectiveKind.REDUCE_SCATTER.value] = rs_span / PS_PER_NS
         phases_ns[CollectiveKind.ALLGATHER.value] = ag_ns
-    say(0.85)
-    single = all(len(tm.hops) == 1 for tm in routes.timed)
-    timed: list[Replay] = []
-
-    def timer(tr: Transfers) -> tuple[I64, I64]:
-        rp = (replay_single_hop if single else replay)(
-            tr, routes.timed, cost.reduction_ns(chunk_bytes), cost.on_arrival
+    if fwd_b != routes.chunk_bytes:
+        # Forward phases planned at their own size: their routes' timing at that size.
+        at = [time_channel(net, ch, fwd_b, cost) for ch in routes.channels]
+        timing = (
+            np.array([tm.dur for tm in at], dtype=np.int64),
+            np.array([tm.hops[0][2] for tm in at], dtype=np.int64),
         )
-        timed.append(rp)
-        return rp.events, rp.start
-
-    low = _lower(collective, phases, routes, origin, name, timer, cost.on_arrival)
-    say(0.92)
-    estimate_ps = timed[0].finish_ps
-    say(1.0)
-    return Synthesis(
-        low.program,
-        estimate_ps / PS_PER_NS,
-        time.perf_counter() - t0,
-        used,
-        chunk_bytes,
-        phases_ns,
-        len(low.transfers.src),
-        bool(np.array_equal(timed[0].start, low.transfers.start)),
-    )
+        phases = [dataclasses.replace(p, timing=timing) if p.forward else p for p in phases]
+    return Schedule(phases, routes, origin, used, phases_ns)
 
 
 def lowered(

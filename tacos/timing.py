@@ -69,11 +69,16 @@ def _link_successors(link0: I64, start: I64) -> tuple[I64, I64]:
 
 
 def replay(
-    tr: Transfers, timed: list[Timed], reduction_ns: float = 0.0, on_arrival: bool = False
+    tr: Transfers,
+    timed: list[Timed],
+    reduction_ns: float = 0.0,
+    on_arrival: bool = False,
+    recv_ps: I64 | None = None,
 ) -> Replay:
     """Time the transfer graph ``tr`` under the cost model; see the module docstring.
     ``on_arrival``: a Send completes when its message has arrived (else when its last byte
-    has left)."""
+    has left). ``recv_ps``, when given, is every receive's work after its message has arrived
+    (ps), in place of ``reduction_ns`` on the reducing ones."""
     G = len(tr.src)
     if G == 0:
         return _empty()
@@ -109,7 +114,7 @@ def replay(
     np.cumsum(np.bincount(r_dep, minlength=2 * G), out=r_succ_off[1:])
     s_succ, s_so = s_owner[so].tolist(), s_succ_off.tolist()
     r_succ, r_so = r_owner[ro].tolist(), r_succ_off.tolist()
-    reduce = tr.reduce.tolist()
+    work = [red if r else 0 for r in tr.reduce.tolist()] if recv_ps is None else recv_ps.tolist()
 
     ready_s = [0] * G
     ready_r = [0] * G
@@ -141,7 +146,7 @@ def replay(
                     ready_r[g] = t
                 need_r[g] -= 1
                 if need_r[g] == 0:
-                    stack.append((2 * g, ready_r[g] + (red if reduce[g] else 0)))
+                    stack.append((2 * g, ready_r[g] + work[g]))
 
     def hop(g: int, k: int, t: int) -> None:
         # Message g requests hop k of its route at t.
@@ -178,13 +183,17 @@ def replay(
                 ready_r[g] = t
             need_r[g] -= 1
             if need_r[g] == 0:
-                complete(2 * g, ready_r[g] + (red if reduce[g] else 0))
+                complete(2 * g, ready_r[g] + work[g])
     ev = np.array(events, dtype=np.int64)
     return Replay(int(ev[0::2].max()), np.array(start, dtype=np.int64), ev)
 
 
 def replay_single_hop(
-    tr: Transfers, timed: list[Timed], reduction_ns: float = 0.0, on_arrival: bool = False
+    tr: Transfers,
+    timed: list[Timed],
+    reduction_ns: float = 0.0,
+    on_arrival: bool = False,
+    recv_ps: I64 | None = None,
 ) -> Replay:
     """`replay` for programs whose every route is one link, vectorized: events are processed
     in groups of equal planned time (receives before sends), each group with numpy. With one
@@ -212,7 +221,7 @@ def replay_single_hop(
     ids = np.where(order < G, order, order - G)
     s_off, s_dep = tr.send_dep_off, tr.send_dep
     r_off, r_dep = tr.recv_dep_off, tr.recv_dep
-    red_add = np.where(tr.reduce, red, 0)
+    red_add = np.where(tr.reduce, red, 0) if recv_ps is None else recv_ps
 
     def seg_max(g: I64, off: I64, dep: I64) -> I64:
         lens = off[g + 1] - off[g]

@@ -81,7 +81,7 @@ def bench(
     plot: Path | None,
     html: Path | None,
     payload: str | None,
-    converter: str,
+    converter: str | None,
     as_json: bool,
     quiet: bool,
     max_transfers: int | None,
@@ -119,7 +119,7 @@ def bench(
         max_work=max_work or 0,
         max_transfers=max_transfers or 0,
         payload=payload,
-        converter=converter,
+        converter=converter or "sw",
     )
     if say:
         click.echo("\r" + " " * 64 + "\r", err=True, nl=False)

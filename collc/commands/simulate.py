@@ -73,7 +73,7 @@ def simulate(
     gantt: Path | None,
     gantt_links: int,
     payload: str | None,
-    converter: str,
+    converter: str | None,
     as_json: bool,
 ) -> None:
     """Simulate an output folder's program on its topology."""

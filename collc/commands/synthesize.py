@@ -17,6 +17,7 @@ from collc.options import (
     collective_callback,
     completion_option,
     max_transfers_option,
+    payload_options,
     size_callback,
 )
 from collc.printing import emit, phases, print_summary, summary
@@ -107,6 +108,7 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="Refuse a synthesis whose estimated work (chunk transfers weighted by what each "
     "costs, a unit one to three microseconds) is more than this.  [default: 4,000,000]",
 )
+@payload_options
 def synthesize(
     topology: str,
     collective: CollectiveKind,
@@ -126,8 +128,13 @@ def synthesize(
     quiet: bool,
     max_transfers: int,
     max_work: int | None,
+    payload: str | None,
+    converter: str | None,
 ) -> None:
-    """Produce a verified program for a collective on a topology and write its ET files."""
+    """Produce a verified program for a collective on a topology and write its ET files.
+
+    With --payload, TACOS plans with the sizes its messages will have under that payload
+    (docs/payloads.md) and the folder records the payload for `collc simulate`."""
     from collc import pipeline
 
     _check_groups_flags(groups, groups_independent)
@@ -147,6 +154,8 @@ def synthesize(
         groups_independent,
         max_transfers=max_transfers,
         max_work=max_work or 0,
+        payload=payload or "",
+        converter=converter or "sw",
     )
     phase = phases(quiet or as_json)
     phase("reading the topology")

@@ -134,3 +134,99 @@ def test_bench_with_a_payload() -> None:
         assert row["sent_bytes"] > 0 and row["ratio"] >= 1
     res = run("bench", "-t", "ring:8", "-c", "allreduce", "--payload", "sparse:density=2")
     assert res.exit_code == 2
+
+
+def _synth(out: Path, *extra: str, kind: str = "allreduce") -> Result:
+    return run(
+        "synthesize",
+        "-t",
+        "torus:2x2x2",
+        "-c",
+        kind,
+        "--size",
+        "1MiB",
+        "-q",
+        "-o",
+        str(out),
+        *extra,
+    )
+
+
+def test_synthesize_with_a_payload_plans_and_records_it(tmp_path: Path) -> None:
+    spec = "sparse:density=0.01"
+    res = _synth(tmp_path / "s", "--payload", spec, "--converter", "hw", "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert summary["lower_bound"] == "sparse-ingress"
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert manifest["extra"]["payload"] == spec
+    assert manifest["extra"]["converter"] == "hw"
+    # simulate weighs the folder under its payload and converter, and the estimate is exact.
+    sim = run("simulate", str(tmp_path / "s"), "--json")
+    data = json.loads(sim.output)
+    assert data["lower_bound_name"] == "sparse-ingress"
+    assert data["finish_ns"] == pytest.approx(summary["estimated_ns"], abs=1e-6)
+    assert data["estimated_ns"] == pytest.approx(summary["estimated_ns"], abs=1e-6)
+    human = run("simulate", str(tmp_path / "s"))
+    assert "simulated / estimated = 1.0000" in human.output
+    # Another converter is another question: no estimate to compare with.
+    sw = json.loads(run("simulate", str(tmp_path / "s"), "--json", "--converter", "sw").output)
+    assert sw["estimated_ns"] is None and sw["finish_ns"] > data["finish_ns"]
+
+
+def test_synthesize_with_a_dense_payload_writes_the_same_program(tmp_path: Path) -> None:
+    assert _synth(tmp_path / "a").exit_code == 0
+    assert _synth(tmp_path / "b", "--payload", "dense").exit_code == 0
+    for f in sorted((tmp_path / "a").glob("*.et")):
+        assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), f.name
+    ma = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    mb = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert mb["extra"].pop("payload") == "dense" and mb["extra"].pop("converter") == "sw"
+    assert ma["extra"]["estimated_ns"] == mb["extra"]["estimated_ns"]
+
+
+def test_synthesize_payload_bad_input_is_one_line(tmp_path: Path) -> None:
+    for extra, kind, want in (
+        (("--payload", "sparse:density=2"), "allreduce", "density"),
+        (("--payload", "sparse:density=0.1"), "alltoall", "all-to-all"),
+        (("--payload", "sparse:density=0.1,format=csf"), "allreduce", "unknown format"),
+    ):
+        res = _synth(tmp_path / "x", *extra, kind=kind)
+        assert res.exit_code == 2, res.output
+        first = res.output.strip().splitlines()[0]
+        assert first.startswith("collc: error:") and want in first, res.output
+        assert "Traceback" not in res.output
+
+
+def test_bench_compares_tacos_planned_with_and_without_the_payload() -> None:
+    res = run(
+        "bench",
+        "-t",
+        "torus:2x2x2",
+        "-c",
+        "allreduce",
+        "--sizes",
+        "4MiB",
+        "--json",
+        "--algorithms",
+        "tacos,ring",
+        "--payload",
+        "sparse:density=0.01",
+    )
+    assert res.exit_code == 0, res.output
+    rows = {r["algorithm"]: r for r in json.loads(res.output)["rows"]}
+    assert set(rows) == {"tacos", "tacos-dense", "ring"}
+    assert rows["tacos"]["time_ns"] <= rows["tacos-dense"]["time_ns"]
+    plain = run(
+        "bench",
+        "-t",
+        "torus:2x2x2",
+        "-c",
+        "allreduce",
+        "--sizes",
+        "4MiB",
+        "--json",
+        "--algorithms",
+        "tacos,ring",
+    )
+    assert {r["algorithm"] for r in json.loads(plain.output)["rows"]} == {"tacos", "ring"}
