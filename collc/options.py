@@ -99,7 +99,7 @@ PAYLOAD_HELP = (
     "What the data weighs on the wire: dense (the default), sparse:density=RHO[,value=fp16,"
     "format=auto|dense|bitmap|rlc|coo|csr|csc|blocks,shape=MxK,...] or tensor:FILE.npz|DIR "
     "(one tensor per rank). Each message weighs its contributions' union support in its "
-    "format (auto: the smallest); see docs/payloads.md."
+    "format (auto: the fastest on its route, conversion included); see docs/payloads.md."
 )
 
 
