@@ -5,10 +5,10 @@ to learn which contributions every message carries. A slot holding chunk ``i`` s
 ranks of ``mask`` weighs what the union of those ranks' supports in region ``i`` of the tensor
 weighs: ``1-(1-rho)^k`` of its elements for a statistical payload (``k`` contributions), the
 exact union for real tensors. A message is its slots, each a block encoded in the message's
-format: the payload's fixed format, or with ``auto`` the one that makes the message fastest:
-the least of its wire time (its bytes serialized on every link of its route, store-and-forward,
-when the topology is given) plus its endpoint work (`payloads.endpoint`; a dense message needs
-no conversion), ties to the smaller; without a topology, the smallest.
+format: the payload's fixed format, or with ``auto`` the one that makes the message fastest
+(`fastest`: its wire time on its route, store-and-forward, and its endpoint work,
+`payloads.endpoint`, where a dense message needs no conversion; ties to the smaller); without
+a topology, the smallest.
 Region ``i`` is elements ``[i E, (i+1) E)`` of the flattened tensor, ``E`` elements per chunk;
 when the tensor is a matrix ``M x K`` and ``K`` divides ``E``, a region is a block of whole
 rows, else a vector.
@@ -259,7 +259,7 @@ def message_sizes(
         elif ns_per_byte is None:
             f = int(np.argmin(total))
         else:
-            f = fastest(total, work, ns_per_byte[g])
+            f = fastest(total, work, ns_per_byte[g], reduce)
         for x in (g, rv):
             op_bytes[x] = total[f]
             op_format[x] = f
@@ -270,15 +270,18 @@ def message_sizes(
     return MessageSizes(op_bytes, compute, op_format, op_nnz, payload.spec, chunk_bytes)
 
 
-def fastest(nbytes: I64, work_ns: list[float], ns_per_byte: float) -> int:
-    """``auto``'s choice for one message: the format (index in `FORMATS`) whose bytes
-    serialized along the route (``ns_per_byte``: the sum over its links of one over their
-    bandwidth) plus its endpoint work take least time; ties to the smaller, then to the
-    first listed."""
+def fastest(nbytes: I64, work_ns: list[float], ns_per_byte: float, reduce: bool) -> int:
+    """``auto``'s choice for one message: the format (index in `FORMATS`) of least time, its
+    wire time (its bytes serialized along the route, ``ns_per_byte``: the sum over the route's
+    links of one over their bandwidth) and its endpoint work ``work_ns`` combined: added up
+    for a reducing receive (the merged sum is what moves on next), the larger of the two for
+    a plain one (its conversion overlaps the transfers after it on the link). Ties go to the
+    smaller, then to the first listed."""
     best = 0
     best_key = (float("inf"), 0)
     for i in range(len(FORMATS)):
-        key = (float(nbytes[i]) * ns_per_byte + work_ns[i], int(nbytes[i]))
+        wire = float(nbytes[i]) * ns_per_byte
+        key = (wire + work_ns[i] if reduce else max(wire, work_ns[i]), int(nbytes[i]))
         if key < best_key:
             best, best_key = i, key
     return best

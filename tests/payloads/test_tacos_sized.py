@@ -166,10 +166,16 @@ def test_auto_picks_the_fastest_format_on_the_route() -> None:
     # conversion costs more than the bytes it saves; on a slow link the sparse one wins.
     nbytes = np.array([1000, 600, 900, 2000, 2000, 2000, 1000], dtype=np.int64)
     work = [0.0, 20.0, 5.0, 40.0, 40.0, 40.0, 0.0]
-    assert fastest(nbytes, work, 1 / 400) == 0  # 2.5 ns dense vs 21.5 ns bitmap
-    assert fastest(nbytes, work, 1.0) == 1  # 1000 ns dense vs 620 ns bitmap
+    for reduce in (True, False):
+        assert fastest(nbytes, work, 1 / 400, reduce) == 0  # 2.5 ns dense vs >= 20 ns
+        assert fastest(nbytes, work, 1.0, reduce) == 1  # 1000 ns dense vs 620 (600) ns
+    # A reduction adds its merge to the wire; a plain receive overlaps them.
+    nb = np.array([100, 60, 100, 100, 100, 100, 100], dtype=np.int64)
+    w = [0.0, 50.0] + [90.0] * 5
+    assert fastest(nb, w, 1.0, True) == 0  # 100 vs 110 ns
+    assert fastest(nb, w, 1.0, False) == 1  # 100 vs max(60, 50) ns
     # Ties go to the smaller.
-    assert fastest(np.array([10, 5, 10, 10, 10, 10, 10]), [0.0, 5.0] + [9.0] * 5, 1.0) == 1
+    assert fastest(np.array([10, 5, 10, 10, 10, 10, 10]), [0.0, 5.0] + [9.0] * 5, 1.0, True) == 1
 
 
 def test_auto_on_a_topology_is_the_per_message_fastest() -> None:
@@ -189,11 +195,12 @@ def test_auto_on_a_topology_is_the_per_message_fastest() -> None:
     sends = np.flatnonzero(prog.kind == OpKind.SEND)
     for g in sends.tolist():
         rv = recv_of[g]
-        times = [
-            fixed[f].op_bytes[g] / 50.0 + fixed[f].compute_ns[rv] for f in FORMATS
-        ]  # one hop at 50 GB/s
-        assert times[auto.op_format[g]] == pytest.approx(min(times))
         reduce = bool(prog.kind[rv] == OpKind.RECV_REDUCE)
+        # One hop at 50 GB/s; a reduction's merge follows its transfer, a copy's overlaps.
+        wire = [fixed[f].op_bytes[g] / 50.0 for f in FORMATS]
+        work = [fixed[f].compute_ns[rv] for f in FORMATS]
+        times = [a + b if reduce else max(a, b) for a, b in zip(wire, work, strict=True)]
+        assert times[auto.op_format[g]] == pytest.approx(min(times))
         held = fixed[FORMATS[auto.op_format[g]]].compute_ns[rv]
         assert auto.compute_ns[rv] == pytest.approx(held)
         if auto.op_format[g] == 0:
