@@ -90,6 +90,7 @@ __all__ = [
     "load",
     "make_collective",
     "parse_placement",
+    "payload_of",
     "program_bounds",
     "program_for",
     "simulate_folder",

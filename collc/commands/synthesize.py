@@ -163,5 +163,7 @@ def synthesize(
     phase(f"writing {result.program.num_ranks} ET files into {out}")
     files = pipeline.write(result, out)
     phase(None)
+    if payload and pipeline.payload_of(payload).tensors is not None:
+        size = result.manifest.size_bytes  # the tensors set the size, not --size
     s = summary(result, out, files, requested_bytes=size)
     emit(as_json, s, lambda: print_summary(s))

@@ -230,3 +230,19 @@ def test_bench_compares_tacos_planned_with_and_without_the_payload() -> None:
         "tacos,ring",
     )
     assert {r["algorithm"] for r in json.loads(plain.output)["rows"]} == {"tacos", "ring"}
+
+
+def test_synthesize_with_tensors_takes_their_size(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    arrays = {
+        f"r{r}": ((rng.random(4096) < 0.05) * rng.random(4096)).astype(np.float16) for r in range(8)
+    }
+    np.savez(tmp_path / "g.npz", **arrays)
+    res = _synth(tmp_path / "t", "--payload", f"tensor:{tmp_path / 'g.npz'}", "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert manifest["size_bytes"] == 4096 * 2
+    assert summary["lower_bound"] == "sparse-ingress"
+    sim = json.loads(run("simulate", str(tmp_path / "t"), "--json").output)
+    assert sim["finish_ns"] == pytest.approx(summary["estimated_ns"], abs=1e-6)
