@@ -52,19 +52,12 @@ def run_on_topology(
     `registry.TUNED`, each collective's producer is the one ``collc tune`` finds fastest for
     it, and the choices are appended to ``tuned``."""
     if model == "analytical":
-        from workloads.analytical import native_timers
-        from workloads.engine import run_workload
-        from workloads.symmetry import run_by_classes
+        from workloads.analytical import run_analytical
 
         phase("running by ASTRA-sim's workload rules")
-        coll, p2p, _ = native_timers(topo, config)
-        quick = None
-        if not full:
-            quick = run_by_classes(
-                w, coll, p2p, roofline=roofline, remote_mem=remote_mem, classes=classes
-            )
-        shortcut = f"{max(classes) + 1} classes of identical NPUs" if quick else "none"
-        run = quick or run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem)
+        run, shortcut = run_analytical(
+            w, topo, config, classes=classes, roofline=roofline, remote_mem=remote_mem, full=full
+        )
         return ModelRun(run, shortcut=shortcut)
     from collc import pipeline, registry
     from workloads.expand import run_contended

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from backends.sim.errors import SimError
 from backends.sim.native import AstraDim, astrasim_native_time, astrasim_p2p_ns, dims_from_topology
 from topologies.topology import Topology
-from workloads.engine import CollCall, CollectiveTimer, P2pTimer
-from workloads.model import COLL_NAMES, CollKind, WorkloadError
+from workloads.engine import CollCall, CollectiveTimer, P2pTimer, Roofline, WorkloadRun
+from workloads.model import COLL_NAMES, CollKind, Workload, WorkloadError
 
 _JSON_KEYS = {
     CollKind.ALL_REDUCE: "all-reduce-implementation",
@@ -151,3 +151,31 @@ def native_timers(
         return t
 
     return coll, p2p, dims
+
+
+def run_analytical(
+    w: Workload,
+    topology: Topology,
+    config: NativeConfig,
+    *,
+    classes: list[int],
+    roofline: Roofline | None = None,
+    remote_mem: tuple[float, float] | None = None,
+    full: bool = False,
+) -> tuple[WorkloadRun, str]:
+    """Run ``w`` (checked, ``classes`` from `workloads.model.check_workload`) in the
+    analytical mode on ``topology``: one NPU per class of identical NPUs when that is exact
+    (`workloads.symmetry`), else (or with ``full``) every NPU. Returns the run and the
+    shortcut taken ("N classes of identical NPUs" or "none")."""
+    from workloads.engine import run_workload
+    from workloads.symmetry import run_by_classes
+
+    coll, p2p, _ = native_timers(topology, config)
+    quick = None
+    if not full:
+        quick = run_by_classes(
+            w, coll, p2p, roofline=roofline, remote_mem=remote_mem, classes=classes
+        )
+    if quick is not None:
+        return quick, f"{max(classes) + 1} classes of identical NPUs"
+    return run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem), "none"

@@ -144,6 +144,7 @@ __all__ = [
     "head_flops",
     "mlp_flops",
     "model_spec",
+    "peak_memory",
 ]
 
 
@@ -170,30 +171,21 @@ def _node(n: WNode, *, pg_name: str = "", src: int | None = None, dst: int | Non
     )
 
 
-def generate(
+def _plan(
     model: str | ModelSpec,
     *,
     npus: int,
     dp: int,
     tp: int,
     pp: int,
-    sp: bool = False,
-    microbatches: int | None = None,
-    microbatch_size: int = 1,
-    seq: int | None = None,
-    zero: int = 0,
-    hw: NpuSpec = DEFAULT_NPU,
-    optimizer: bool = True,
-    check_memory: bool = True,
-) -> Workload:
-    """One training iteration of ``model`` (a `MODELS` name or a `ModelSpec`) on ``npus`` =
-    ``dp*tp*pp`` NPUs: ``microbatches`` (default ``pp``) of ``microbatch_size`` sequences of
-    ``seq`` tokens (default the model's) per data-parallel replica, 1F1B pipelining, Megatron
-    tensor parallelism (``sp``: with sequence parallelism), ZeRO stage ``zero`` (0, 1 or 2)
-    over the data-parallel groups, compute timed on ``hw``. ``optimizer``: end with the
-    optimizer step. Raises WorkloadError for an unknown model, a parallelism that does not
-    fit (npus, layers per stage, heads per tensor rank) or, unless ``check_memory`` is
-    False, a footprint over the NPU's memory. See the module docstring for what is modelled."""
+    sp: bool,
+    microbatches: int | None,
+    microbatch_size: int,
+    seq: int | None,
+    zero: int,
+    optimizer: bool,
+) -> Plan:
+    """The checked `Plan` of `generate`'s arguments (WorkloadError for one that does not fit)."""
     spec = model_spec(model)
     if seq is not None and seq != spec.seq:
         if not isinstance(seq, int) or isinstance(seq, bool) or seq <= 0:
@@ -221,8 +213,81 @@ def generate(
         raise WorkloadError(
             f"zero must be 0, 1 or 2, not {zero!r} (ZeRO-3 parameter sharding is not modelled)"
         )
-    plan = Plan(spec, dp, tp, pp, sp, zero, m, microbatch_size, spec.seq, optimizer)
+    return Plan(spec, dp, tp, pp, sp, zero, m, microbatch_size, spec.seq, optimizer)
 
+
+def peak_memory(
+    model: str | ModelSpec,
+    *,
+    npus: int,
+    dp: int,
+    tp: int,
+    pp: int,
+    sp: bool = False,
+    microbatches: int | None = None,
+    microbatch_size: int = 1,
+    seq: int | None = None,
+    zero: int = 0,
+    optimizer: bool = True,
+) -> dict[str, int]:
+    """The largest per-NPU memory footprint over the pipeline stages of the configuration
+    `generate` would build from the same arguments (``total``, ``stage``, ``weights``,
+    ``gradients``, ``optimizer``, ``activations``, in bytes), without building its nodes.
+    Raises WorkloadError as `generate` does for a configuration that does not fit."""
+    plan = _plan(
+        model,
+        npus=npus,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        sp=sp,
+        microbatches=microbatches,
+        microbatch_size=microbatch_size,
+        seq=seq,
+        zero=zero,
+        optimizer=optimizer,
+    )
+    return max((plan.memory(p) for p in range(pp)), key=lambda x: x["total"])
+
+
+def generate(
+    model: str | ModelSpec,
+    *,
+    npus: int,
+    dp: int,
+    tp: int,
+    pp: int,
+    sp: bool = False,
+    microbatches: int | None = None,
+    microbatch_size: int = 1,
+    seq: int | None = None,
+    zero: int = 0,
+    hw: NpuSpec = DEFAULT_NPU,
+    optimizer: bool = True,
+    check_memory: bool = True,
+) -> Workload:
+    """One training iteration of ``model`` (a `MODELS` name or a `ModelSpec`) on ``npus`` =
+    ``dp*tp*pp`` NPUs: ``microbatches`` (default ``pp``) of ``microbatch_size`` sequences of
+    ``seq`` tokens (default the model's) per data-parallel replica, 1F1B pipelining, Megatron
+    tensor parallelism (``sp``: with sequence parallelism), ZeRO stage ``zero`` (0, 1 or 2)
+    over the data-parallel groups, compute timed on ``hw``. ``optimizer``: end with the
+    optimizer step. Raises WorkloadError for an unknown model, a parallelism that does not
+    fit (npus, layers per stage, heads per tensor rank) or, unless ``check_memory`` is
+    False, a footprint over the NPU's memory. See the module docstring for what is modelled."""
+    plan = _plan(
+        model,
+        npus=npus,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        sp=sp,
+        microbatches=microbatches,
+        microbatch_size=microbatch_size,
+        seq=seq,
+        zero=zero,
+        optimizer=optimizer,
+    )
+    spec, m = plan.spec, plan.m
     memory = [plan.memory(p) for p in range(pp)]
     worst = max(memory, key=lambda x: x["total"])
     if check_memory and worst["total"] > hw.memory:
