@@ -18,6 +18,7 @@ from collc.commands.bench import bench
 from collc.commands.bounds import bounds
 from collc.commands.compile import compile_cmd
 from collc.commands.demo import demo
+from collc.commands.explore import explore
 from collc.commands.export import export
 from collc.commands.import_xml import import_cmd
 from collc.commands.inspect import inspect
@@ -53,6 +54,7 @@ cli.add_command(demo)
 cli.add_command(workload)
 cli.add_command(libra)
 cli.add_command(view)
+cli.add_command(explore)
 
 
 def main() -> None:

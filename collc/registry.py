@@ -120,3 +120,14 @@ TUNE_EXPORT_TARGETS = ("msccl-xml", "astra-sim")
 TUNED = "tuned"
 """The ``--algorithm`` of ``collc workload simulate`` that picks, per collective kind, group
 and size, the fastest producer (`collc.tune_workload`)."""
+
+EXPLORE_AGENTS: dict[str, str] = {
+    "random": "uniform random sampling",
+    "tpe": "tree-structured Parzen estimator (Bayesian)",
+    "nsga2": "NSGA-II genetic algorithm (multi-objective)",
+    "cmaes": "CMA-ES on the numeric knobs (the cmaes package; categorical knobs at random)",
+    "gp": "Gaussian-process Bayesian optimisation (needs torch: collc[gp])",
+    "grid": "every point of a small set, in random order",
+    "rw": "random walk: one knob of the latest feasible point moved per step",
+}
+"""``collc explore --agent`` (`explore.agents.AGENTS`)."""

@@ -54,7 +54,15 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 
 
 def test_help_and_version_load_no_heavy_library() -> None:
-    for args in (["--help"], ["--version"], ["compile", "--help"], ["synthesize", "--help"]):
+    for args in (
+        ["--help"],
+        ["--version"],
+        ["compile", "--help"],
+        ["synthesize", "--help"],
+        ["explore", "--help"],
+        ["explore", "run", "--help"],
+        ["explore", "report", "--help"],
+    ):
         statement = (
             "from click.testing import CliRunner\nfrom collc.cli import cli\n"
             f"r = CliRunner().invoke(cli, {args!r})\nassert r.exit_code == 0, r.output"
@@ -105,6 +113,9 @@ def test_static_registries_match_the_real_ones() -> None:
 
     assert registry.TUNE_EXPORT_TARGETS == TUNE_TARGETS
     assert set(TUNE_TARGETS) <= set(EXPORTERS)
+    from explore.agents import AGENTS
+
+    assert registry.EXPLORE_AGENTS == AGENTS
 
 
 def test_the_version_written_into_files_is_the_installed_packages() -> None:
