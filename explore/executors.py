@@ -6,6 +6,7 @@ study's results depend on its seed and batch size, not on the executor.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -52,8 +53,8 @@ class LocalExecutor:
 
 
 class RayExecutor:
-    """Ray tasks of one CPU each. ``address``: a running cluster (``auto`` or
-    ``ray://host:port``); None starts a local Ray of ``workers`` CPUs on the loopback
+    """Ray tasks of one CPU each. ``address`` (or the environment's ``RAY_ADDRESS``): a
+    running cluster (``auto`` or ``ray://host:port``); None starts a local Ray of ``workers`` CPUs on the loopback
     address, shut down by `close`."""
 
     def __init__(self, workers: int, address: str | None = None) -> None:
@@ -66,6 +67,7 @@ class RayExecutor:
         self.workers = workers
         self._ray = ray
         self._started = False
+        address = address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             if address:
                 ray.init(address=address, log_to_driver=False)

@@ -81,6 +81,7 @@ class Psa:
     reward_targets: dict[str, float] = field(default_factory=dict)
     cost_model: str | None = None
     text: str = ""
+    baseline: dict[str, Any] = field(default_factory=dict)
 
     @property
     def searched(self) -> list[Knob]:
@@ -98,14 +99,17 @@ class Psa:
         return n
 
     def restricted(self, stacks: tuple[str, ...]) -> Psa:
-        """This PSA with only the knobs of ``stacks`` searched; the others fixed at the
-        first value of their domain (COSMIC's single-stack search)."""
+        """This PSA with only the knobs of ``stacks`` searched; the others fixed at their
+        ``baseline`` value, else the first value of their domain (COSMIC's single-stack
+        search)."""
         knobs = {}
         for name, k in self.knobs.items():
             if k.searched and k.info.stack not in stacks:
-                first = k.values[0]
-                fixed = [first] * self.dims if k.info.per_dim else first
-                k = Knob(name, k.info, "fixed", (first,), k.scope, k.pos, fixed)
+                fixed = self.baseline.get(name, k.values[0])
+                if k.info.per_dim and not isinstance(fixed, list):
+                    fixed = [fixed] * self.dims
+                shown = tuple(dict.fromkeys(fixed)) if isinstance(fixed, list) else (fixed,)
+                k = Knob(name, k.info, "fixed", shown, k.scope, k.pos, fixed)
             knobs[name] = k
         return Psa(
             self.path,
@@ -118,6 +122,7 @@ class Psa:
             self.reward_targets,
             self.cost_model,
             self.text,
+            self.baseline,
         )
 
 
@@ -196,6 +201,19 @@ def read_psa(path: str | Path, text: str | None = None) -> Psa:
     objectives = tuple(data.get("objectives") or ("time",))
     if "reward" in objectives and not targets:
         raise _err(doc, ("objectives",), "the reward objective needs reward.targets")
+    baseline: dict[str, Any] = {}
+    for bname, v in (data.get("baseline") or {}).items():
+        info, bkey = KNOBS[bname], ("baseline", bname)
+        if isinstance(v, list):
+            if not info.per_dim or len(v) != dims:
+                raise _err(
+                    doc,
+                    bkey,
+                    f"knob {bname!r}: a baseline list needs one value per dimension ({dims})",
+                )
+            baseline[bname] = [_value(doc, (*bkey, i), info, x, bname) for i, x in enumerate(v)]
+        else:
+            baseline[bname] = _value(doc, bkey, info, v, bname)
     cost_model = data.get("cost_model")
     if cost_model is not None:
         cost_model = str((Path(name).parent / cost_model).resolve())
@@ -210,6 +228,7 @@ def read_psa(path: str | Path, text: str | None = None) -> Psa:
         targets,
         cost_model,
         text,
+        baseline,
     )
 
 

@@ -219,6 +219,14 @@ SCHEMA: dict[str, Any] = {
         "collective": _section("collective"),
         "network": _section("network"),
         "cost_model": {"type": "string", "minLength": 1},
+        "baseline": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                n: {"oneOf": [_SCALAR, {"type": "array", "minItems": 1, "items": _SCALAR}]}
+                for n in KNOBS
+            },
+        },
         "derived": {
             "type": "object",
             "additionalProperties": {"type": "string", "minLength": 1},

@@ -166,3 +166,30 @@ def test_precheck_refuses_network_that_never_matches_npus() -> None:
     text = SMALL.replace("{fixed: [4, 4]}", "{fixed: [4, 8]}")
     with pytest.raises(ExploreError, match="product of the sizes == npus"):
         precheck(read_psa("bad.yaml", text))
+
+
+def test_single_stack_search_fixes_the_other_stacks_at_the_baseline() -> None:
+    p = read_psa(EXAMPLE)
+    net = p.restricted(("network",))
+    assert [k.name for k in net.searched] == ["topology", "size", "bandwidth"]
+    assert net.knobs["dp"].fixed == 32 and net.knobs["implementation"].fixed == ["ring"] * 4
+    wl = p.restricted(("workload",))
+    assert {k.info.stack for k in wl.searched} == {"workload"}
+    assert wl.knobs["topology"].fixed == ["ring", "fc", "ring", "switch"]
+    assert wl.knobs["size"].fixed == [4, 8, 4, 8]
+    # The baseline itself is a valid point of the full set.
+    base = resolve(p.restricted(()), {})
+    assert isinstance(base, Point) and base.values["tp"] == 8
+    text = SMALL + "baseline:\n  size: [4, 4, 4]\n"
+    with pytest.raises(ExploreError, match="one value per dimension"):
+        read_psa("bad.yaml", text)
+
+
+def test_cosmic_parameter_set_translates() -> None:
+    p = read_psa(ROOT / "examples" / "explore" / "cosmic_knobs_4.yaml")
+    assert {"allreduce", "allgather", "reduce_scatter", "alltoall", "scheduling"} <= {
+        k.name for k in p.searched
+    }
+    assert "pass every check" in precheck(p)[-1]
+    base = resolve(p.restricted(()), {})
+    assert isinstance(base, Point)
