@@ -168,12 +168,34 @@ def read_psa(path: str | Path, text: str | None = None) -> Psa:
             value,
         )
 
-    known = set(KNOBS)
+    for fname, spec in (data.get("free") or {}).items():
+        key = ("free", str(fname))
+        if fname in KNOBS or fname in BUILTINS or fname in FUNCTIONS:
+            raise _err(
+                doc, key, f"free knob {fname!r} takes the name of a knob or built-in", at_key=True
+            )
+        vals = spec.get("values") or []
+        kind = (
+            "bool"
+            if vals and all(isinstance(v, bool) for v in vals)
+            else "str"
+            if vals and all(isinstance(v, str) for v in vals)
+            else "int"
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in vals)
+            and all(isinstance(v, int) for v in spec.get("range", []))
+            else "float"
+        )
+        info = KnobInfo(spec["stack"], kind, False, None, "a free knob (read by derived knobs)")
+        body = {k: v for k, v in spec.items() if k != "stack"}
+        knobs[str(fname)] = _knob(doc, key, info, body, dims)
+    known = set(knobs) | set(KNOBS)
     derived: list[tuple[str, Expr]] = []
     for dname, text_ in (data.get("derived") or {}).items():
         key = ("derived", dname)
         if not str(dname).isidentifier() or dname in FUNCTIONS or dname in BUILTINS:
             raise _err(doc, key, f"{dname!r} cannot name a derived knob", at_key=True)
+        if dname in knobs and knobs[dname].info.help.startswith("a free knob"):
+            raise _err(doc, key, f"knob {dname!r} is both free and derived", at_key=True)
         if dname in knobs and knobs[dname].searched:
             raise _err(doc, key, f"knob {dname!r} is both searched and derived", at_key=True)
         if dname in KNOBS and dname in (data.get(KNOBS[dname].stack) or {}):
@@ -203,7 +225,10 @@ def read_psa(path: str | Path, text: str | None = None) -> Psa:
         raise _err(doc, ("objectives",), "the reward objective needs reward.targets")
     baseline: dict[str, Any] = {}
     for bname, v in (data.get("baseline") or {}).items():
-        info, bkey = KNOBS[bname], ("baseline", bname)
+        bkey = ("baseline", str(bname))
+        if bname not in knobs:
+            raise _err(doc, bkey, f"unknown knob {bname!r} in baseline", at_key=True)
+        info = knobs[bname].info
         if isinstance(v, list):
             if not info.per_dim or len(v) != dims:
                 raise _err(

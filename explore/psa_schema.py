@@ -219,12 +219,30 @@ SCHEMA: dict[str, Any] = {
         "collective": _section("collective"),
         "network": _section("network"),
         "cost_model": {"type": "string", "minLength": 1},
+        "free": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": {
+                "type": "object",
+                "required": ["stack"],
+                "properties": {
+                    "stack": {"enum": list(STACKS)},
+                    "values": {"type": "array", "minItems": 1, "items": _SCALAR},
+                    "range": {"type": "array", "minItems": 2, "maxItems": 3},
+                    "pow2": {"type": "array", "minItems": 2, "maxItems": 2},
+                },
+                "additionalProperties": False,
+                "oneOf": [
+                    {"required": ["values"]},
+                    {"required": ["range"]},
+                    {"required": ["pow2"]},
+                ],
+            },
+        },
         "baseline": {
             "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                n: {"oneOf": [_SCALAR, {"type": "array", "minItems": 1, "items": _SCALAR}]}
-                for n in KNOBS
+            "additionalProperties": {
+                "oneOf": [_SCALAR, {"type": "array", "minItems": 1, "items": _SCALAR}]
             },
         },
         "derived": {

@@ -13,6 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from explore.network import ExploreError
+from explore.objectives import UNITS
 from explore.study import storage_url, study_path
 from topologies.atomic import write_atomically
 
@@ -146,6 +147,11 @@ def report(study: optuna.Study, *, top: int = 5, with_importance: bool = True) -
     return data
 
 
+def _label(objective: str) -> str:
+    unit = UNITS.get(objective, "")
+    return f"{objective} ({unit})" if unit else objective
+
+
 def plot_study(path: str | os.PathLike[str], study: optuna.Study) -> None:
     """One objective: every completed trial's value and the best so far, by trial. Two or
     more: the first two objectives of every completed trial, the Pareto front marked."""
@@ -174,7 +180,7 @@ def plot_study(path: str | os.PathLike[str], study: optuna.Study) -> None:
         ax.scatter(xs, ys, s=8, color="0.6", label="completed trials")
         ax.step(xs, best, where="post", color="C0", label="best so far")
         ax.set_xlabel("trial")
-        ax.set_ylabel(objectives[0])
+        ax.set_ylabel(_label(objectives[0]))
     else:
         front = {t.number for t in study.best_trials}
         ax.scatter(
@@ -186,8 +192,8 @@ def plot_study(path: str | os.PathLike[str], study: optuna.Study) -> None:
         )
         pts = sorted((t.values[0], t.values[1]) for t in done if t.number in front)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color="C3", label="Pareto front")
-        ax.set_xlabel(objectives[0])
-        ax.set_ylabel(objectives[1])
+        ax.set_xlabel(_label(objectives[0]))
+        ax.set_ylabel(_label(objectives[1]))
     ax.set_title(f"{study.study_name} ({len(done)} completed)")
     ax.legend(fontsize="small")
     fmt = Path(path).suffix.lstrip(".").lower() or "png"

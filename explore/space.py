@@ -292,7 +292,7 @@ def _deps(psa: Psa, names: frozenset[str] | tuple[str, ...]) -> set[str]:
             todo.extend(exprs[n].names)
         elif n in BUILTINS:
             todo.extend(BUILTINS[n])
-        elif n in KNOBS:
+        elif n in KNOBS or n in psa.knobs:
             out.add(n)
     return out
 

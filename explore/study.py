@@ -113,6 +113,12 @@ def open_study(
                 f"{s.storage}: study {name!r} was started from another parameter set "
                 f"({attrs.get('psa_path')}); resume it with that file"
             )
+        searched = [k.name for k in psa.searched]
+        if attrs.get("searched", searched) != searched:
+            raise ExploreError(
+                f"{s.storage}: study {name!r} searched {', '.join(attrs['searched'])}, not "
+                f"{', '.join(searched) or 'nothing'} (another --stacks)"
+            )
         if tuple(attrs.get("objectives", ())) != s.objectives:
             raise ExploreError(
                 f"{s.storage}: study {name!r} optimises {', '.join(attrs.get('objectives', []))}, "

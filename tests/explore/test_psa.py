@@ -56,7 +56,8 @@ def test_reads_knobs_domains_and_scopes() -> None:
 def test_example_psa_reads_and_has_cosmic_sized_space() -> None:
     p = read_psa(EXAMPLE)
     assert p.dims == 4
-    assert p.space_size() > 10**13
+    assert p.space_size() > 10**12
+    assert p.knobs["shape"].info.stack == "network"
     assert p.knobs["dp"].values[-1] == 1024
 
 
@@ -171,15 +172,16 @@ def test_precheck_refuses_network_that_never_matches_npus() -> None:
 def test_single_stack_search_fixes_the_other_stacks_at_the_baseline() -> None:
     p = read_psa(EXAMPLE)
     net = p.restricted(("network",))
-    assert [k.name for k in net.searched] == ["topology", "size", "bandwidth"]
+    assert [k.name for k in net.searched] == ["topology", "bandwidth", "shape"]
     assert net.knobs["dp"].fixed == 32 and net.knobs["implementation"].fixed == ["ring"] * 4
     wl = p.restricted(("workload",))
     assert {k.info.stack for k in wl.searched} == {"workload"}
     assert wl.knobs["topology"].fixed == ["ring", "fc", "ring", "switch"]
-    assert wl.knobs["size"].fixed == [4, 8, 4, 8]
+    assert wl.knobs["shape"].fixed == 1
     # The baseline itself is a valid point of the full set.
     base = resolve(p.restricted(()), {})
     assert isinstance(base, Point) and base.values["tp"] == 8
+    assert base.values["size"] == [4, 8, 4, 8]
     text = SMALL + "baseline:\n  size: [4, 4, 4]\n"
     with pytest.raises(ExploreError, match="one value per dimension"):
         read_psa("bad.yaml", text)
@@ -193,3 +195,25 @@ def test_cosmic_parameter_set_translates() -> None:
     assert "pass every check" in precheck(p)[-1]
     base = resolve(p.restricted(()), {})
     assert isinstance(base, Point)
+
+
+def test_free_knobs_feed_derived_knobs() -> None:
+    text = SMALL.replace("  size: {fixed: [4, 4]}\n", "") + (
+        "free:\n  shape: {stack: network, values: [0, 1]}\n"
+    )
+    text = text.replace("derived:\n", 'derived:\n  size: "[[2, 8], [4, 4]][shape]"\n')
+    p = read_psa("p.yaml", text)
+    assert "shape" in [k.name for k in p.searched]
+    base = {
+        "implementation.0": "ring",
+        "implementation.1": "ring",
+        "bandwidth": 50.0,
+        "dp": 4,
+        "pp": 1,
+    }
+    a = resolve(p, {**base, "shape": 0})
+    b = resolve(p, {**base, "shape": 1})
+    assert isinstance(a, Point) and isinstance(b, Point)
+    assert a.values["size"] == [2, 8] and b.values["size"] == [4, 4] and a.key != b.key
+    with pytest.raises(ExploreError, match="free knob 'tp'"):
+        read_psa("bad.yaml", SMALL + "free:\n  tp: {stack: workload, values: [1, 2]}\n")
