@@ -22,10 +22,11 @@ from topologies.errors import CollcError
 
 
 class _RunByDefault(click.Group):
-    """A group whose first argument, when it names no subcommand, starts ``run``."""
+    """A group whose first argument, when it names no subcommand (and is not ``--help``),
+    starts ``run``: ``collc explore PSA --trials 9`` and ``collc explore --trials 9 PSA``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 

@@ -233,6 +233,7 @@ def test_cli_run_and_report(tiny: Path, tmp_path: Path) -> None:
         (["explore", "{psa}", "--objectives", "speed"], "unknown objective 'speed'"),
         (["explore", "{psa}", "--stacks", "memory"], "unknown stack 'memory'"),
         (["explore", "{psa}", "--trials", "0"], "--trials must be at least 1"),
+        (["explore", "--trials", "0", "{psa}"], "--trials must be at least 1"),
         (["explore", "{bad}"], "bad.yaml:3:"),
         (["explore", "{unsat}"], "no point satisfies"),
         (["explore", "{psa}", "--agent", "cmaes", "--objectives", "time,cost"], "one objective"),
