@@ -105,6 +105,21 @@ class TuneSpec:
     max_work: int = 0
     max_transfers: int = 0
 
+    def request(self, cand: Candidate, size: int) -> Request:
+        """The run that makes ``cand``'s program for this case at ``size`` bytes."""
+        return Request(
+            self.topology,
+            self.collective,
+            algorithm=cand.algorithm,
+            size_bytes=size,
+            chunks_per_npu=cand.chunks_per_npu,
+            placement=self.placement,
+            seed=cand.seed,
+            completion=self.completion,
+            max_work=self.max_work,
+            max_transfers=self.max_transfers,
+        )
+
 
 @dataclass
 class TuneCell:
@@ -369,19 +384,7 @@ def run_tune(
                 say(f"{cand.label} at {size} B")
             program = programs.get(cand.label) if cand.size_free else None
             if program is None:
-                creq = Request(
-                    spec.topology,
-                    spec.collective,
-                    algorithm=cand.algorithm,
-                    size_bytes=size,
-                    chunks_per_npu=cand.chunks_per_npu,
-                    placement=spec.placement,
-                    seed=cand.seed,
-                    completion=spec.completion,
-                    max_work=spec.max_work,
-                    max_transfers=spec.max_transfers,
-                )
-                program = produce(cand, creq, topology)
+                program = produce(cand, spec.request(cand, size), topology)
                 if cand.size_free:
                     programs[cand.label] = program
             cell = TuneCell(cand.label, size)

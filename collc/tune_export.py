@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chakra_ir.outdir import atomic_folder
-from collc.request import Request
 from collc.tune import Candidate, TuneReport, TuneSpec
 from topologies.errors import CollcError
 
@@ -49,19 +48,7 @@ def _result(cand: Candidate, spec: TuneSpec, size: int) -> Result:
             return import_xml(path, size_bytes=size, topology=spec.topology)
         named, _ = compile_msccl_all(path, [], size_bytes=size, topology=spec.topology)
         return next(r for name, r in named if not cand.program or name == cand.program)
-    req = Request(
-        spec.topology,
-        spec.collective,
-        algorithm=cand.algorithm,
-        size_bytes=size,
-        chunks_per_npu=cand.chunks_per_npu,
-        placement=spec.placement,
-        seed=cand.seed,
-        completion=spec.completion,
-        max_work=spec.max_work,
-        max_transfers=spec.max_transfers,
-    )
-    return synthesize(req)
+    return synthesize(spec.request(cand, size))
 
 
 def export_tuning(report: TuneReport, spec: TuneSpec, target: str, out: Path) -> list[Path]:
