@@ -53,6 +53,18 @@ class Bounds:
         return name, self.items[name]
 
 
+ALLREDUCE_DESCRIPTIONS = {
+    "total": "the ranks together send 2(n-1) values per element through their out-links",
+    "total-in": _TOTAL_IN,
+    "ingress": "every rank receives a value for every element of the buffer",
+    "egress": "every rank sends a value for every element of the buffer",
+    "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
+    "cut": "the larger cut bound of the reduce-scatter and the all-gather it contains",
+    "latency": "the larger latency bound of the reduce-scatter and the all-gather",
+}
+"""What each all-reduce bound says, by name."""
+
+
 def rooted_bounds(items: dict[str, float], toward: bool, chunked: bool) -> Bounds:
     """The bounds of a rooted collective: toward the root (reduce, gather) or away from it
     (broadcast, scatter); the chunk bound only where the buffer is chunked."""

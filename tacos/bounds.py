@@ -56,7 +56,7 @@ from collections.abc import Sequence
 
 from chakra_ir.collective import CollectiveKind
 from tacos.bound_terms import (
-    _TOTAL_IN,
+    ALLREDUCE_DESCRIPTIONS,
     _adjacency,
     _chunk_count,
     _dijkstra,
@@ -208,16 +208,7 @@ def _allreduce(
         )
     if chunked:
         items["chunk"] = max(_chunk_count(inn[v], s, n * c) for v in ranks)
-    desc = {
-        "total": "the ranks together send 2(n-1) values per element through their out-links",
-        "total-in": _TOTAL_IN,
-        "ingress": "every rank receives a value for every element of the buffer",
-        "egress": "every rank sends a value for every element of the buffer",
-        "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
-        "cut": "the larger cut bound of the reduce-scatter and the all-gather it contains",
-        "latency": "the larger latency bound of the reduce-scatter and the all-gather",
-    }
-    return Bounds(items, {k: desc[k] for k in items}, a.exact_cut)
+    return Bounds(items, {k: ALLREDUCE_DESCRIPTIONS[k] for k in items}, a.exact_cut)
 
 
 def _in_network(b: Bounds, net: Net, ranks: list[int], size: float, cost: CostModel) -> Bounds:

@@ -8,7 +8,14 @@ import math
 from collections.abc import Callable
 
 from chakra_ir.collective import CollectiveKind
-from tacos.bound_terms import _TOTAL_IN, DESCRIPTIONS, Bounds, _chunk_count, _fluid, rooted_bounds
+from tacos.bound_terms import (
+    ALLREDUCE_DESCRIPTIONS,
+    DESCRIPTIONS,
+    Bounds,
+    _chunk_count,
+    _fluid,
+    rooted_bounds,
+)
 from tacos.channels import LinkCost
 from tacos.errors import TacosError
 from tacos.kinds import SUPPORTED
@@ -82,16 +89,7 @@ def regular_lower_bounds(
             items["chunk"] = _chunk_count(corner_in, size_bytes / (n * c), n * c)
         else:
             items.pop("chunk", None)
-        desc = {
-            "total": "the ranks together send 2(n-1) values per element through their out-links",
-            "total-in": _TOTAL_IN,
-            "ingress": "every rank receives a value for every element of the buffer",
-            "egress": "every rank sends a value for every element of the buffer",
-            "chunk": "every rank receives every chunk of the buffer once, one per link serialization",
-            "cut": "the larger cut bound of the reduce-scatter and the all-gather it contains",
-            "latency": "the larger latency bound of the reduce-scatter and the all-gather",
-        }
-        return Bounds(items, {k: desc[k] for k in items})
+        return Bounds(items, {k: ALLREDUCE_DESCRIPTIONS[k] for k in items})
     if kind is CollectiveKind.ALLTOALL:
         block = size_bytes / n
         items = {
