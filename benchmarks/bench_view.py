@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -26,18 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from click.testing import CliRunner
 
 from collc.cli import cli
+from tests.view.helpers import CHROMIUM_ARGS, chromium
 
 CASES = {16: "torus:4x4", 64: "torus:4x4x4", 512: "torus:8x8x8"}
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def run(*args: str) -> str:
@@ -67,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    exe = chromium()
     if exe is None:
         raise SystemExit("no chromium: apt-get install chromium")
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_view."))
@@ -81,7 +71,7 @@ def main() -> None:
             profile,
             executable_path=exe,
             headless=True,
-            args=ARGS,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1400, "height": 1000},
         )
         for n in (int(x) for x in args.only.split(",")):

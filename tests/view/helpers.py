@@ -8,6 +8,8 @@ so a page that lists the wrong messages fails.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -77,3 +79,28 @@ def expected_messages(folder: Path) -> tuple[Topology, dict[int, Counter[tuple[s
             for u, v in (*tree.up, *tree.down):
                 per_link.setdefault(_link(topology, u, v), Counter())[("flow", f, -1)] += pieces
     return topology, per_link
+
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+"""Flags for Debian's chromium on a machine with no network (background requests refused)."""
+
+
+def chromium() -> str | None:
+    """The browser to drive: ``$COLLC_CHROMIUM``, else chromium on PATH, else None."""
+    given = os.environ.get("COLLC_CHROMIUM")
+    if given:
+        return given
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None

@@ -9,8 +9,6 @@ only where no browser can be had (`.ci/run` installs it)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -19,29 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.view.helpers import expected_messages, inspect_json, run, synthesize
-
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _chromium() -> str | None:
-    given = os.environ.get("COLLC_CHROMIUM")
-    if given:
-        return given
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+from tests.view.helpers import (
+    CHROMIUM_ARGS,
+    chromium,
+    expected_messages,
+    inspect_json,
+    run,
+    synthesize,
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +33,7 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("playwright is not installed (pip install -e '.[test]')")
-    exe = _chromium()
+    exe = chromium()
     if exe is None:
         pytest.skip("no chromium on this machine (apt-get install chromium; .ci/run does)")
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
@@ -58,7 +41,7 @@ def browser() -> Iterator[Any]:
             profile,
             executable_path=exe,
             headless=True,
-            args=ARGS,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1400, "height": 1000},
         )
         yield ctx
