@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from topologies.cost_model import CostModel
     from topologies.topology import Topology
     from workloads.analytical import NativeConfig
     from workloads.engine import Roofline, WorkloadRun
+    from workloads.expand import ProgramFor
     from workloads.model import Workload
 
 
@@ -59,15 +61,47 @@ def run_on_topology(
             w, topo, config, classes=classes, roofline=roofline, remote_mem=remote_mem, full=full
         )
         return ModelRun(run, shortcut=shortcut)
-    from collc import pipeline, registry
+    from collc import pipeline
     from workloads.expand import run_contended
 
     cost = pipeline.cost_model_for(completion)
+    make = program_maker(
+        topo,
+        algos,
+        cost=cost,
+        model=model,
+        chunks_per_npu=chunks_per_npu,
+        seed=seed,
+        max_transfers=max_transfers,
+        tuned=tuned,
+    )
+    done = run_contended(
+        w, topo, make, model=model, cost=cost, roofline=roofline, remote_mem=remote_mem, phase=phase
+    )
+    return ModelRun(done.run, done.sim, done.programs)
+
+
+def program_maker(
+    topo: Topology,
+    algos: tuple[str, dict[str, str]],
+    *,
+    cost: CostModel,
+    model: str,
+    chunks_per_npu: int,
+    seed: int,
+    max_transfers: int,
+    tuned: list[dict[str, object]] | None = None,
+) -> ProgramFor:
+    """What expands each collective of a workload into a program: the producers ``algos``
+    names, or where it names `registry.TUNED` the one ``collc tune`` finds fastest under
+    ``model`` (its choices appended to ``tuned``)."""
+    from collc import pipeline, registry
+
     if registry.TUNED in (algos[0], *algos[1].values()):
         from collc.tune import TuneCache, default_cache
         from collc.tune_workload import tuned_program_for
 
-        make = tuned_program_for(
+        return tuned_program_for(
             topo,
             algos,
             cost=cost,
@@ -78,16 +112,11 @@ def run_on_topology(
             cache=TuneCache(default_cache()),
             choices=[] if tuned is None else tuned,
         )
-    else:
-        make = pipeline.program_for(
-            topo,
-            algos,
-            cost=cost,
-            chunks_per_npu=chunks_per_npu,
-            seed=seed,
-            max_transfers=max_transfers,
-        )
-    done = run_contended(
-        w, topo, make, model=model, cost=cost, roofline=roofline, remote_mem=remote_mem, phase=phase
+    return pipeline.program_for(
+        topo,
+        algos,
+        cost=cost,
+        chunks_per_npu=chunks_per_npu,
+        seed=seed,
+        max_transfers=max_transfers,
     )
-    return ModelRun(done.run, done.sim, done.programs)

@@ -285,16 +285,19 @@ def simulate_cmd(
     if fred_phases:
         from backends.fred.compile import FredOptions
         from collc import pipeline
+        from collc.workload_run import program_maker
         from workloads.fred_phases import FredPhaseOptions, fred_report, run_fred_phases
 
         cost = pipeline.cost_model_for(completion)
-        make = pipeline.program_for(
+        make = program_maker(
             topo,
             algos,
             cost=cost,
+            model=model,
             chunks_per_npu=chunks_per_npu,
             seed=seed,
             max_transfers=max_transfers,
+            tuned=tuned,
         )
         fo = FredOptions(m=fred_m, fix="raise-m")
         if config_memory is not None:
