@@ -82,6 +82,16 @@ GROUPS_HELP = (
 """The help of ``--groups`` (`topologies.groups`)."""
 
 
+model_option = click.option(
+    "--model",
+    type=click.Choice(list(registry.SIM_MODELS)),
+    default="congestion",
+    show_default=True,
+    help="; ".join(f"{k}: {v}" for k, v in registry.SIM_MODELS.items()),
+)
+"""``--model``: the simulator model that times a program (`backends.sim.MODELS`)."""
+
+
 def max_transfers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The ``--max-transfers`` option of the commands that build programs: refuse ``what``
     (programs, a collective) of more chunk transfers than it, `registry.MAX_TRANSFERS` by

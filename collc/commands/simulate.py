@@ -7,21 +7,20 @@ from pathlib import Path
 
 import click
 
-from collc import registry
-from collc.options import completion_option, payload_options, size_callback, time_callback
+from collc.options import (
+    completion_option,
+    model_option,
+    payload_options,
+    size_callback,
+    time_callback,
+)
 from collc.printing import emit, phases, us, warn
 from topologies.errors import CollcError
 
 
 @click.command()
 @click.argument("folder", type=click.Path(path_type=Path))
-@click.option(
-    "--model",
-    type=click.Choice(list(registry.SIM_MODELS)),
-    default="congestion",
-    show_default=True,
-    help="; ".join(f"{k}: {v}" for k, v in registry.SIM_MODELS.items()),
-)
+@model_option
 @click.option(
     "--topology", "-t", default=None, help="Override (must match) or give one for foreign ETs."
 )

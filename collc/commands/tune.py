@@ -11,7 +11,7 @@ import click
 
 from chakra_ir.collective import CollectiveKind
 from collc import registry
-from collc.options import collective_callback, completion_option, size_callback
+from collc.options import collective_callback, completion_option, model_option, size_callback
 from collc.printing import emit
 from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
@@ -51,13 +51,7 @@ def _ints(flag: str, text: str, least: int) -> tuple[int, ...]:
     type=click.Path(path_type=Path),
     help="An MSCCLang program (.py) or MSCCL-IR XML file to compete too (repeatable).",
 )
-@click.option(
-    "--model",
-    type=click.Choice(list(registry.SIM_MODELS)),
-    default="congestion",
-    show_default=True,
-    help="; ".join(f"{k}: {v}" for k, v in registry.SIM_MODELS.items()),
-)
+@model_option
 @click.option(
     "--packet-size", callback=size_callback, default=None, help="Packets (congestion model)."
 )
