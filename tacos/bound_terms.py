@@ -64,6 +64,15 @@ ALLREDUCE_DESCRIPTIONS = {
 }
 """What each all-reduce bound says, by name."""
 
+ALLTOALL_DESCRIPTIONS = {
+    "ingress": "every rank receives a block from every other rank",
+    "egress": "every rank sends a block to every other rank",
+    "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
+    "latency": DESCRIPTIONS["latency"],
+    "hop-bytes": "every block crosses the links of its cheapest path; all links share that",
+}
+"""What each all-to-all bound says, by name."""
+
 
 def rooted_bounds(items: dict[str, float], toward: bool, chunked: bool) -> Bounds:
     """The bounds of a rooted collective: toward the root (reduce, gather) or away from it

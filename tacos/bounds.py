@@ -57,6 +57,7 @@ from collections.abc import Sequence
 from chakra_ir.collective import CollectiveKind
 from tacos.bound_terms import (
     ALLREDUCE_DESCRIPTIONS,
+    ALLTOALL_DESCRIPTIONS,
     _adjacency,
     _chunk_count,
     _dijkstra,
@@ -372,14 +373,7 @@ def _alltoall(
         "latency": latency,
         "hop-bytes": _hop_bytes(net, ranks, block),
     }
-    desc = {
-        "ingress": "every rank receives a block from every other rank",
-        "egress": "every rank sends a block to every other rank",
-        "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
-        "latency": DESCRIPTIONS["latency"],
-        "hop-bytes": "every block crosses the links of its cheapest path; all links share that",
-    }
-    return Bounds(items, desc)
+    return Bounds(items, dict(ALLTOALL_DESCRIPTIONS))
 
 
 def _hop_bytes(net: Net, ranks: list[int], block: float) -> float:

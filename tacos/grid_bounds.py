@@ -10,6 +10,7 @@ from collections.abc import Callable
 from chakra_ir.collective import CollectiveKind
 from tacos.bound_terms import (
     ALLREDUCE_DESCRIPTIONS,
+    ALLTOALL_DESCRIPTIONS,
     DESCRIPTIONS,
     Bounds,
     _chunk_count,
@@ -99,14 +100,7 @@ def regular_lower_bounds(
             "latency": g.farthest(block / c if chunked else 0.0),
             "hop-bytes": g.hop_bytes(block),
         }
-        desc = {
-            "ingress": "every rank receives a block from every other rank",
-            "egress": "every rank sends a block to every other rank",
-            "cut": "blocks between the two sides of a cut over the bandwidth crossing it",
-            "latency": DESCRIPTIONS["latency"],
-            "hop-bytes": "every block crosses the links of its cheapest path; all links share that",
-        }
-        return Bounds(items, desc)
+        return Bounds(items, dict(ALLTOALL_DESCRIPTIONS))
     at_root = g.links_at(g.coords(root))
     toward = kind in (CollectiveKind.GATHER, CollectiveKind.SCATTER)
     mm, cc = (m, c) if toward else (size_bytes, n * c)
