@@ -23,7 +23,7 @@ from typing import Any
 from backends.fred.clos import levels, state_bits
 from backends.fred.compile import FredConfig, FredOptions, compile_fred
 from backends.fred.errors import FredError, FredFormatError
-from backends.hwprog.export import HEADER_FILE
+from backends.hwprog.export import BUFFERS, HEADER_FILE
 from backends.hwprog.format import Format
 from chakra_ir.collective import collective_to_dict
 from chakra_ir.outdir import Manifest, atomic_folder, collc_version
@@ -38,7 +38,6 @@ FORMAT = Format(
 )
 PROGRAM_FILE = "program.json"
 SWITCH_DIR = "switches"
-BUFFERS = ("input", "output", "scratch")
 _OPS = {
     OpKind.SEND: "send",
     OpKind.RECV: "recv",
