@@ -303,6 +303,28 @@ def _astra_row(
     return row
 
 
+def produce(name: str, req: Request, topology: Topology) -> Program | str:
+    """The verified program of producer ``name`` for ``req`` on ``topology``, or why it
+    cannot serve this case (the work limits' refusals included)."""
+    producer = ALGORITHMS[name](req, None)
+    if req.collective not in producer.collectives:
+        return f"does not implement {req.collective.value}"
+    try:
+        collective = make_collective(req, producer, topology)
+        check_work(
+            collective,
+            req.max_transfers or MAX_TRANSFERS,
+            work=estimate_work(collective, topology, tacos=name == "tacos", seeds=req.seeds),
+            max_work=req.max_work or MAX_WORK,
+        )
+        program = generate(producer, collective, topology)
+    except CollcError as e:
+        return e.message
+    verify(program)
+    verify_routes(program, topology)
+    return program
+
+
 def _program(
     name: str,
     req: Request,
@@ -320,25 +342,7 @@ def _program(
     elif name == DENSE_PLAN:
         req = dataclasses.replace(req, payload="")
         name = "tacos"
-    producer = ALGORITHMS[name](req, None)
-    out: Program | str
-    if req.collective not in producer.collectives:
-        out = f"does not implement {req.collective.value}"
-    else:
-        try:
-            collective = make_collective(req, producer, topology)
-            check_work(
-                collective,
-                req.max_transfers or MAX_TRANSFERS,
-                work=estimate_work(collective, topology, tacos=name == "tacos", seeds=req.seeds),
-                max_work=req.max_work or MAX_WORK,
-            )
-            out = generate(producer, collective, topology)
-        except CollcError as e:
-            out = e.message
-        else:
-            verify(out)
-            verify_routes(out, topology)
+    out = produce(name, req, topology)
     if size_free:
         cache[name] = out
     return out

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from chakra_ir.collective import CollectiveKind
 from chakra_ir.outdir import chunk_bytes_for
 from chakra_ir.version import VERSION
-from collc.limits import MAX_TRANSFERS, MAX_WORK, check_work, estimate_work
+from collc.bench import produce as produce_named
 from collc.producers import ALGORITHMS
 from collc.request import Request, parse_placement
 from topologies.atomic import write_text_atomically
@@ -290,25 +290,7 @@ def candidates_for(spec: TuneSpec) -> list[Candidate]:
 def produce(cand: Candidate, req: Request, topology: Topology) -> Program | str:
     """The verified program of a producer's candidate at ``req``'s size, or why it cannot
     serve this case (refusals of the work limits included)."""
-    from chakra_ir.verify import verify, verify_routes
-    from collc.pipeline import generate, make_collective
-
-    producer = ALGORITHMS[cand.algorithm](req, None)
-    try:
-        collective = make_collective(req, producer, topology)
-        work = estimate_work(collective, topology, tacos=cand.algorithm == "tacos", seeds=req.seeds)
-        check_work(
-            collective,
-            req.max_transfers or MAX_TRANSFERS,
-            work=work,
-            max_work=req.max_work or MAX_WORK,
-        )
-        program = generate(producer, collective, topology)
-    except CollcError as e:
-        return e.message
-    verify(program)
-    verify_routes(program, topology)
-    return program
+    return produce_named(cand.algorithm, req, topology)
 
 
 def _context(spec: TuneSpec, topology: Topology, npus: tuple[int, ...]) -> dict[str, Any]:
