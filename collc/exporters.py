@@ -49,12 +49,12 @@ class ExportOptions:
 Exporter = Callable[[Program, Topology, Manifest, Path, ExportOptions], list[Path]]
 
 
-def _msccl_xml(
-    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
-) -> list[Path]:
+def msccl_xml_options(program: Program, manifest: Manifest, o: ExportOptions) -> XmlOptions:
+    """The XML writer's options for ``program``: the flags ``o``, else what its manifest
+    recorded (the MSCCLang program's protocol and fusion)."""
     msccl = manifest.extra.get("msccl") or {}
     fusion = o.fusion if o.fusion is not None else bool(msccl.get("instr_fusion", True))
-    options = XmlOptions(
+    return XmlOptions(
         name=program.name or manifest.algorithm or program.collective.kind.value,
         proto=o.protocol or str(msccl.get("protocol", "Simple")),
         coll=o.coll,
@@ -63,7 +63,12 @@ def _msccl_xml(
         max_bytes=o.max_bytes,
         inplace=_custom_inplace(program, msccl),
     )
-    return export_xml(program, topology, out, options)
+
+
+def _msccl_xml(
+    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+) -> list[Path]:
+    return export_xml(program, topology, out, msccl_xml_options(program, manifest, o))
 
 
 def _custom_inplace(program: Program, msccl: dict[str, object]) -> bool | None:

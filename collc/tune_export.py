@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +53,8 @@ def export_tuning(report: TuneReport, spec: TuneSpec, target: str, out: Path) ->
     """Write one program per range of ``report`` for ``target`` into ``out``; return the
     files written (``tuning.json`` last). Raises CollcError for an unknown target, and with
     every range that could not be exported, after writing the others."""
-    from collc.exporters import EXPORTERS, ExportOptions
+    from backends.msccl_xml import program_to_xml, xml_file_name
+    from collc.exporters import EXPORTERS, ExportOptions, msccl_xml_options
 
     if target not in TUNE_TARGETS:
         raise CollcError(
@@ -76,15 +75,10 @@ def export_tuning(report: TuneReport, spec: TuneSpec, target: str, out: Path) ->
                 result = _result(report.candidate(r.label), spec, size)
                 program = dataclasses.replace(result.program, name=name)
                 options = ExportOptions(min_bytes=r.min_bytes, max_bytes=r.max_bytes)
-                if target == "msccl-xml":
-                    # the runtime reads one folder of XML files: each range's file moves up
-                    stage = tmp / ".stage" / name
-                    EXPORTERS[target](program, result.topology, result.manifest, stage, options)
-                    written = []
-                    for xml in sorted(stage.glob("*.xml")):
-                        written.append(tmp / xml.name)
-                        os.replace(xml, written[-1])
-                    shutil.rmtree(tmp / ".stage")
+                if target == "msccl-xml":  # the runtime reads one folder of XML files
+                    xml = msccl_xml_options(program, result.manifest, options)
+                    written = [tmp / xml_file_name(program, xml)]
+                    written[0].write_text(program_to_xml(program, xml), encoding="utf-8")
                 else:
                     where = tmp / name
                     written = EXPORTERS[target](

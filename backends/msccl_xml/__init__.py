@@ -78,13 +78,19 @@ def export(
     del topology
     opts = options or XmlOptions()
     text = program_to_xml(program, opts)
-    c = program.collective
-    stem = opts.name or program.name or c.name or c.kind.value
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem).strip(".") or "algo"
     out = Path(out_dir)
-    name = f"{safe}.xml"
+    name = xml_file_name(program, opts)
     marker = {"format": "collc-msccl-xml", "collc_version": collc_version(), "files": [name]}
     with atomic_folder(out, MARKER, "an MSCCL XML export of collc", XmlExportError) as tmp:
         (tmp / name).write_text(text, encoding="utf-8")
         (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return [out / name, out / MARKER]
+
+
+def xml_file_name(program: Program, options: XmlOptions) -> str:
+    """``<name>.xml``: the algorithm's name (`XmlOptions.name`, else the program's, else the
+    collective's), made safe for a file name."""
+    c = program.collective
+    stem = options.name or program.name or c.name or c.kind.value
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem).strip(".") or "algo"
+    return f"{safe}.xml"
