@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from explore.space import PLAN_KNOBS
 from topologies.errors import CollcError
 
 _KEEP = 2
@@ -34,8 +35,7 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, make: Any) -> Any:
 
 def workload_key(v: dict[str, Any]) -> tuple[Any, ...]:
     """The knobs the generated workload depends on."""
-    names = ("model", "npus", "dp", "tp", "pp", "sp", "zero", "microbatches", "microbatch_size")
-    return (*(v[n] for n in names), v["seq"], v["peak_tflops"], v["mem_bw_gbps"])
+    return (v["model"], *(v[n] for n in PLAN_KNOBS), v["peak_tflops"], v["mem_bw_gbps"])
 
 
 def _workload(v: dict[str, Any]) -> tuple[Any, list[int]]:
@@ -50,20 +50,7 @@ def _workload(v: dict[str, Any]) -> tuple[Any, list[int]]:
         mem_bw=DEFAULT_NPU.mem_bw if v["mem_bw_gbps"] is None else v["mem_bw_gbps"] * 1e9,
         memory=int(v["memory_gib"] * GiB),
     )
-    w = generate(
-        v["model"],
-        npus=v["npus"],
-        dp=v["dp"],
-        tp=v["tp"],
-        pp=v["pp"],
-        sp=v["sp"],
-        microbatches=v["microbatches"],
-        microbatch_size=v["microbatch_size"],
-        seq=v["seq"],
-        zero=v["zero"],
-        hw=hw,
-        check_memory=False,
-    )
+    w = generate(v["model"], **{k: v[k] for k in PLAN_KNOBS}, hw=hw, check_memory=False)
     return w, check_workload(w)
 
 

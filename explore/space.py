@@ -19,6 +19,10 @@ from explore.psa import Knob, Psa, canonical
 from explore.psa_schema import BUILTINS, KNOBS
 from topologies.errors import SourcePos
 
+PLAN_KNOBS = ("npus", "dp", "tp", "pp", "sp", "microbatches", "microbatch_size", "seq", "zero")
+"""The knobs that shape a generated iteration, as `workloads.transformer.generate` and
+`peak_memory` name their arguments."""
+
 GIB = 1 << 30
 
 PRECHECK_LIMIT = 20_000
@@ -154,18 +158,7 @@ class Env(Mapping[str, Any]):
         from workloads.transformer import peak_memory
 
         try:
-            peak = peak_memory(
-                self["model"],
-                npus=self["npus"],
-                dp=self["dp"],
-                tp=self["tp"],
-                pp=self["pp"],
-                sp=self["sp"],
-                microbatches=self["microbatches"],
-                microbatch_size=self["microbatch_size"],
-                seq=self["seq"],
-                zero=self["zero"],
-            )
+            peak = peak_memory(self["model"], **{k: self[k] for k in PLAN_KNOBS})
         except WorkloadError as e:
             raise EvalError(e.message) from None
         return peak["total"] / GIB
