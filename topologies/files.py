@@ -53,8 +53,10 @@ _LINK_KEYS = ("src", "dst", "bandwidth", "latency", "bidirectional", "dim")
 _ASTRA_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 
 
-class _Document:
-    """A parsed file plus the line/column of every value and mapping key in it."""
+class YamlDocument:
+    """A parsed YAML (or JSON) file plus the line/column of every value and mapping key in
+    it; topology files and other configuration files (`explore.cost`, LIBRA's inputs) read
+    through it."""
 
     def __init__(self, path: str, text: str) -> None:
         import yaml
@@ -209,11 +211,6 @@ class _Document:
             raise self.error(key, exc.message) from None
 
 
-YamlDocument = _Document
-"""A YAML (or JSON) file read with the position of every entry, for other readers of
-configuration files (`explore.cost`, `explore.libra_inputs`)."""
-
-
 def _describe(key: Key) -> str:
     out = ""
     for part in key:
@@ -234,7 +231,7 @@ def read_topology_file(path: str, origin: SourcePos | None = None) -> Blueprint:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SpecError(f"cannot read topology file {path!r}: {reason}", origin) from None
-    doc = _Document(path, text)
+    doc = YamlDocument(path, text)
     if not isinstance(doc.data, dict):
         raise doc.error(
             (),
@@ -252,7 +249,7 @@ def read_topology_file(path: str, origin: SourcePos | None = None) -> Blueprint:
     )
 
 
-def _collc(doc: _Document, abspath: str) -> Blueprint:
+def _collc(doc: YamlDocument, abspath: str) -> Blueprint:
     top = doc.mapping((), _COLLC_KEYS)
     if "npus" not in top:
         raise doc.error((), "missing 'npus' (the number of NPUs)")
@@ -302,7 +299,7 @@ def _collc(doc: _Document, abspath: str) -> Blueprint:
 
 
 def _file_failures(
-    doc: _Document, top: dict[str, Any], existing: set[tuple[int, int]]
+    doc: YamlDocument, top: dict[str, Any], existing: set[tuple[int, int]]
 ) -> set[tuple[int, int]]:
     failed: set[tuple[int, int]] = set()
     if "fail" not in top:
@@ -331,7 +328,7 @@ def _file_failures(
     return failed
 
 
-def _astra(doc: _Document) -> Blueprint:
+def _astra(doc: YamlDocument) -> Blueprint:
     top = doc.mapping((), _ASTRA_KEYS)
     for name in _ASTRA_KEYS:
         if name not in top:
