@@ -1,15 +1,18 @@
 """Training workloads: collc's analytical mode against ASTRA-sim, and the cost at 1,024 NPUs.
 
-    python -m benchmarks.bench_workload astra [--astra-examples DIR]   # needs the binary
+    python -m benchmarks.bench_workload astra [--astra-examples DIR] [--only TEXT]  # the binary
     python -m benchmarks.bench_workload scale [--contended] [--npus 1024]
 
-``astra``: every case is a workload (ASTRA-sim's shipped microbenchmark ETs, found under
-``--astra-examples`` = a checkout's ``examples/workload/microbenchmarks``, and workloads
-``collc workload generate`` writes) run by ``collc workload simulate --model analytical`` (in
+``astra``: every case is a workload run by ``collc workload simulate --model analytical`` (in
 process) and by ASTRA-sim's congestion-unaware analytical binary, named by the environment
-variable ``COLLC_ASTRA_SIM_UNAWARE``, with the same network YAML, system JSON (written by
-`workloads.analytical.system_json`) and communicator groups. It prints both iteration times
-(the largest ``sys[i] finished, T cycles``) and the relative error.
+variable ``COLLC_ASTRA_SIM_UNAWARE``, with the same network, system knobs and communicator
+groups: ASTRA-sim's 16 shipped microbenchmark runs (the ETs under ``--astra-examples`` = a
+checkout's ``examples/workload/microbenchmarks``, with the checkout's shipped network YAML and
+system JSON, which collc reads as ``--system``), generated workloads whose tensor-parallel
+groups are unevenly spaced on rings (1-D rings, 2-D stacks; endpoint delays 10, 100 and
+1,000 ns), and generated workloads on stacks (system JSON written by
+`workloads.analytical.system_json`). It prints both iteration times (the largest
+``sys[i] finished, T cycles``) and the relative error.
 
 ``scale``: GPT-3 13B on ``--npus`` NPUs (dp x tp 8 x pp 4) of a 4-D stack: generate, write,
 read, check, the analytical mode by classes and in full, and with ``--contended`` the
@@ -46,6 +49,26 @@ class Case:
     gen: tuple[tuple[str, Any], ...] = ()
     example: str = ""
     knobs: tuple[tuple[str, Any], ...] = ()
+    system_file: str = ""
+    network_file: str = ""
+
+
+SHIPPED_RUNS = [
+    (coll, npus, f"Ring_{npus}npus.yml", "Ring_4chunks.json", f"ring:{npus},bw=50GiB/s,lat=500ns")
+    for coll in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+    for npus in (4, 8, 16)
+] + [
+    (
+        coll,
+        8,
+        "HGX-H100-validated.yml",
+        "HGX-H100-validated.json",
+        "switch:8,bw=400GiB/s,lat=936.25ns",
+    )
+    for coll in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+]
+"""ASTRA-sim's 16 shipped microbenchmark runs: (collective, NPUs, network YAML, system JSON,
+the same network as a collc topology)."""
 
 
 def cases() -> list[Case]:
@@ -53,17 +76,62 @@ def cases() -> list[Case]:
     three = "stack:ring4*fc4*switch2,bw=[200GiB/s,100GiB/s,50GiB/s],lat=[50ns,500ns,1000ns]"
     out = [
         Case(
-            f"example {c} 8npus_1MB",
-            "ring:8,bw=50GiB/s,lat=500ns",
-            example=c,
+            f"shipped {c} {n}npus {sysf[:-5]}",
+            topo,
+            example=f"{c}/{n}npus_1MB",
+            system_file=sysf,
+            network_file=net,
+        )
+        for c, n, net, sysf, topo in SHIPPED_RUNS
+    ]
+    # Groups unevenly spaced on rings (a tensor-parallel group of 4 on ring:8 or ring:16),
+    # on 2-D stacks, with endpoint delays of 10, 100 and 1,000 ns.
+    uneven = [
+        ("vit-base dp4 tp4", "ring:16,bw=100GiB/s,lat=700ns", "vit-base", (4, 4, 1), ()),
+        ("gpt3-125m dp2 tp4", "ring:8,bw=50GiB/s,lat=500ns", "gpt3-125m", (2, 4, 1), ()),
+        (
+            "gpt3-125m dp4 tp4 ring8*ring2",
+            "stack:ring8*ring2,bw=[50GiB/s,25GiB/s],lat=[500ns,1000ns]",
+            "gpt3-125m",
+            (4, 4, 1),
+            (),
+        ),
+    ]
+    for name, topo, model, par, gen in uneven:
+        for ed in (10, 100, 1000):
+            out.append(
+                Case(f"{name} ed{ed}", topo, model, par, gen, knobs=(("endpoint_delay_ns", ed),))
+            )
+    out += [
+        Case(
+            "vit-large dp4 tp4 ring8*fc2 splits4 mem-bw ed100",
+            "stack:ring8*fc2,bw=[100GiB/s,50GiB/s],lat=[300ns,1000ns]",
+            "vit-large",
+            (4, 4, 1),
             knobs=(
+                ("endpoint_delay_ns", 100),
                 ("preferred_dataset_splits", 4),
                 ("local_mem_bw_gbps", 1600.0),
-                ("collective_optimization", "localBWAware"),
             ),
-        )
-        for c in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+        ),
+        Case(
+            "gpt3-125m dp4 tp4 sp ring16 splits2 active2",
+            "ring:16,bw=50GiB/s,lat=500ns",
+            "gpt3-125m",
+            (4, 4, 1),
+            gen=(("sp", True),),
+            knobs=(("preferred_dataset_splits", 2), ("active_chunks_per_dimension", 2)),
+        ),
+        Case(
+            "vit-base dp4 tp3 ring12 ed1000",
+            "ring:12,bw=100GiB/s,lat=700ns",
+            "vit-base",
+            (4, 3, 1),
+            knobs=(("endpoint_delay_ns", 1000),),
+        ),
     ]
+    # Pipeline-parallel workloads: ASTRA-sim's ETFeeder (this ASTRA-sim's Chakra) resolves
+    # only data_deps, so the ctrl_deps that order a stage's 1F1B schedule do not bind there.
     out += [
         Case("gpt3-125m dp2 tp4 pp2", ring_ring, "gpt3-125m", (2, 4, 2)),
         Case(
@@ -100,28 +168,36 @@ def cases() -> list[Case]:
     return out
 
 
-def _collc(folder: Path, case: Case) -> tuple[float, float]:
+def _config(case: Case, root: Path) -> Any:
+    """The case's analytical knobs: the shipped system JSON, read as `collc workload simulate
+    --system` reads it, or the case's own."""
+    from collc.commands.workload import native_config
+    from workloads.analytical import NativeConfig
+
+    if case.system_file:
+        return native_config(root / "system" / "native_collectives" / case.system_file, {})
+    return NativeConfig(**dict(case.knobs))
+
+
+def _collc(folder: Path, case: Case, root: Path) -> tuple[float, float]:
     from topologies import parse_topology
-    from workloads.analytical import NativeConfig, native_timers
+    from workloads.analytical import run_analytical
     from workloads.chakra_io import read_workload
-    from workloads.engine import Roofline, run_workload
+    from workloads.engine import Roofline
     from workloads.model import check_workload
-    from workloads.symmetry import run_by_classes
 
     t0 = time.perf_counter()
-    cfg = NativeConfig(**dict(case.knobs))
+    cfg = _config(case, root)
     w = read_workload(folder)
     classes = check_workload(w, roofline=cfg.roofline)
-    coll, p2p, _ = native_timers(parse_topology(case.topology), cfg)
     roof = (
         Roofline(cfg.peak_perf_tflops * 1e12, cfg.local_mem_bw_gbps * 1e9) if cfg.roofline else None
     )
-    run = run_by_classes(w, coll, p2p, roofline=roof, classes=classes)
-    run = run or run_workload(w, coll, p2p, roofline=roof)
+    run, _ = run_analytical(w, parse_topology(case.topology), cfg, classes=classes, roofline=roof)
     return run.time_ns, time.perf_counter() - t0
 
 
-def _astra(binary: str, folder: Path, case: Case, work: Path) -> tuple[float, float]:
+def _astra(binary: str, folder: Path, case: Case, work: Path, root: Path) -> tuple[float, float]:
     import json
 
     from backends.astrasim.network import network_yaml
@@ -129,12 +205,15 @@ def _astra(binary: str, folder: Path, case: Case, work: Path) -> tuple[float, fl
     from workloads.analytical import NativeConfig, system_json
 
     topo = parse_topology(case.topology)
-    cfg = NativeConfig(**dict(case.knobs))
     net = work / "net.yml"
     net.write_text(network_yaml(topo))
-    ndims = len(net.read_text().split("npus_count:")[1].split("]")[0].split(","))
     sysj = work / "system.json"
-    sysj.write_text(json.dumps(system_json(cfg, ndims)))
+    if case.system_file:
+        net = root / "network" / "analytical" / case.network_file
+        sysj = root / "system" / "native_collectives" / case.system_file
+    else:
+        ndims = len(net.read_text().split("npus_count:")[1].split("]")[0].split(","))
+        sysj.write_text(json.dumps(system_json(NativeConfig(**dict(case.knobs)), ndims)))
     mem = work / "mem.json"
     mem.write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
     prefix = next(folder.glob("*.0.et")).name[: -len(".0.et")]
@@ -168,15 +247,18 @@ def astra(args: argparse.Namespace) -> None:
         f"{'case':<46} {'collc ns':>16} {'ASTRA-sim ns':>16} {'error':>9} {'collc s':>8} {'astra s':>8}"
     )
     worst = 0.0
+    root = Path(args.astra_examples).resolve().parent.parent if args.astra_examples else Path()
     with tempfile.TemporaryDirectory() as tmp:
         for i, case in enumerate(cases()):
+            if args.only and args.only not in case.name:
+                continue
             work = Path(tmp) / str(i)
             work.mkdir()
             if case.example:
                 if not args.astra_examples:
                     print(f"{case.name:<46} skipped: give --astra-examples")
                     continue
-                src = Path(args.astra_examples) / case.example / "8npus_1MB"
+                src = Path(args.astra_examples) / case.example
                 folder = work / "wl"
                 shutil.copytree(src, folder)
             else:
@@ -184,8 +266,8 @@ def astra(args: argparse.Namespace) -> None:
                 w = generate(case.model, npus=dp * tp * pp, dp=dp, tp=tp, pp=pp, **dict(case.gen))
                 folder = work / "wl"
                 write_workload(w, folder)
-            ours, s1 = _collc(folder, case)
-            theirs, s2 = _astra(binary, folder, case, work)
+            ours, s1 = _collc(folder, case, root)
+            theirs, s2 = _astra(binary, folder, case, work, root)
             err = (ours - theirs) / theirs
             worst = max(worst, abs(err))
             print(
@@ -254,6 +336,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="what", required=True)
     a = sub.add_parser("astra")
     a.add_argument("--astra-examples", default="")
+    a.add_argument("--only", default="", help="run the cases whose name contains this")
     s = sub.add_parser("scale")
     s.add_argument("--npus", type=int, default=1024)
     s.add_argument("--contended", action="store_true")

@@ -16,9 +16,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backends.sim.errors import SimError
-from backends.sim.native import AstraDim, astrasim_native_time, astrasim_p2p_ns, dims_from_topology
+from backends.sim.native import (
+    AstraDim,
+    astrasim_native_estimate,
+    astrasim_native_time,
+    astrasim_p2p_ns,
+    dims_from_topology,
+    reduction_ns,
+)
+from backends.sim.native_ring import group_is_even, group_ring_ends
+from chakra_ir.collective import parse_collective_kind
 from topologies.topology import Topology
-from workloads.engine import CollCall, CollectiveTimer, P2pTimer, Roofline, WorkloadRun
+from workloads.engine import (
+    CollCall,
+    CollectiveTimer,
+    MemberTimer,
+    P2pTimer,
+    Roofline,
+    WorkloadRun,
+)
 from workloads.model import COLL_NAMES, CollKind, Workload, WorkloadError
 
 _JSON_KEYS = {
@@ -153,6 +169,74 @@ def native_timers(
     return coll, p2p, dims
 
 
+def member_timer(dims: list[AstraDim], config: NativeConfig) -> MemberTimer:
+    """The analytical mode's per-member timer: a collective on a communicator group whose
+    ring is uneven (`backends.sim.native_ring.group_is_even`) ends on each member when
+    ASTRA-sim's ring, started on each member at its issue time, ends there; None otherwise."""
+    even: dict[tuple[int, ...], bool] = {}
+    cache: dict[tuple[CollCall, tuple[float, ...]], list[float]] = {}
+
+    def delay(a: int, b: int, m: int) -> float:
+        return float(astrasim_p2p_ns(dims, a, b, m))
+
+    def each(call: CollCall, issued: tuple[float, ...]) -> list[float] | None:
+        if not call.pg_name or len(call.members) == _npus(dims):
+            return None
+        ok = even.get(call.members)
+        if ok is None:
+            ok = even[call.members] = group_is_even(call.members, delay)
+        if ok:
+            return None
+        t0 = min(issued)
+        rel = tuple(t - t0 for t in issued)
+        ends = cache.get((call, rel))
+        if ends is None:
+            est = astrasim_native_estimate(
+                COLL_NAMES[call.kind],
+                dims,
+                call.comm_size,
+                config.algorithms(call.kind, len(dims)),
+                endpoint_delay=config.endpoint_delay_ns,
+                preferred_dataset_splits=config.preferred_dataset_splits,
+                size_convention="astrasim",
+                group=call.members,
+            )
+            ends = group_ring_ends(
+                parse_collective_kind(COLL_NAMES[call.kind]),
+                call.members,
+                est.chunk_bytes,
+                est.chunks,
+                delay,
+                active_chunks=config.active_chunks_per_dimension,
+                reduce_ns=lambda m: reduction_ns(m, config.local_mem_bw_gbps),
+                starts=rel,
+            )
+            cache[(call, rel)] = ends
+        return [t0 + e for e in ends]
+
+    return each
+
+
+def _npus(dims: list[AstraDim]) -> int:
+    n = 1
+    for d in dims:
+        n *= d.npus
+    return n
+
+
+def has_uneven_groups(w: Workload, dims: list[AstraDim]) -> bool:
+    """Whether a group that ``w``'s collectives use runs as an uneven ring (its members then
+    end at different times, and the symmetry shortcut does not apply)."""
+
+    def delay(a: int, b: int, m: int) -> float:
+        return float(astrasim_p2p_ns(dims, a, b, m))
+
+    n = _npus(dims)
+    return any(
+        1 < len(set(m)) < n and not group_is_even(sorted(set(m)), delay) for m in w.groups.values()
+    )
+
+
 def run_analytical(
     w: Workload,
     topology: Topology,
@@ -170,12 +254,14 @@ def run_analytical(
     from workloads.engine import run_workload
     from workloads.symmetry import run_by_classes
 
-    coll, p2p, _ = native_timers(topology, config)
+    coll, p2p, dims = native_timers(topology, config)
     quick = None
-    if not full:
+    if not full and not has_uneven_groups(w, dims):
         quick = run_by_classes(
             w, coll, p2p, roofline=roofline, remote_mem=remote_mem, classes=classes
         )
     if quick is not None:
         return quick, f"{max(classes) + 1} classes of identical NPUs"
-    return run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem), "none"
+    each = member_timer(dims, config)
+    run = run_workload(w, coll, p2p, roofline=roofline, remote_mem=remote_mem, member_time=each)
+    return run, "none"

@@ -15,7 +15,8 @@ The rules (ASTRA-sim's ``Workload`` and ``HardwareResource``, docs/workloads.md)
   together, after the time the `CollectiveTimer` gives (BROADCAST: ``duration_micros``, on
   its own NPU). This is exact when the members issue at the same time, as data- and
   tensor-parallel groups of a generated workload do; otherwise ASTRA-sim lets early members
-  start their first steps alone.
+  start their first steps alone. A `MemberTimer` may time it per member instead, from each
+  member's issue time (the analytical mode does on groups whose ring is uneven).
 - ``COMM_SEND_NODE``: completes when its message has arrived (both ASTRA-sim backends);
   ``COMM_RECV_NODE``: when the matching message (src, dst, tag, size; first come, first
   matched) has arrived and the receive is posted.
@@ -55,6 +56,10 @@ class CollCall:
 
 CollectiveTimer = Callable[[CollCall], float]
 """The time in ns a collective takes once every member has issued it."""
+
+MemberTimer = Callable[[CollCall, tuple[float, ...]], "list[float] | None"]
+"""Given a collective and when each member (``members`` order) issued it, when it ends on each
+member; None when the members end together after the `CollectiveTimer`'s time."""
 
 P2pTimer = Callable[[int, int, int], float]
 """The delivery time in ns of a message (src NPU, dst NPU, bytes)."""
@@ -198,11 +203,13 @@ def run_workload(
     roofline: Roofline | None = None,
     remote_mem: tuple[float, float] | None = None,
     service: CommService | None = None,
+    member_time: MemberTimer | None = None,
 ) -> WorkloadRun:
     """Run ``w`` (checked by `workloads.model.check_workload` first) by the rules of the module
     docstring. ``remote_mem``: (latency ns, bytes per ns) of per-NPU remote memory. With a
     ``service``, collectives and messages end when it says (``collective_time`` and
-    ``p2p_time`` are then unused). Raises WorkloadError when the run cannot finish (a node
+    ``p2p_time`` are then unused). With a ``member_time`` that answers, a collective starts on
+    each member when it issued it and ends on each when that says. Raises WorkloadError when the run cannot finish (a node
     that never becomes ready)."""
     n = w.num_npus
     pos = [{nd.id: i for i, nd in enumerate(nodes)} for nodes in w.ranks]
@@ -288,7 +295,15 @@ def run_workload(
             if len(inst.issued) == len(inst.call.members):
                 inst.start_ns = now
                 started.append(inst)
-                if service is None:
+                each = None
+                if service is None and member_time is not None:
+                    each = member_time(inst.call, tuple(inst.issued[m] for m in inst.call.members))
+                if each is not None:
+                    inst.end_ns = max(each)
+                    nodes = coll_node.pop(key)
+                    for m, t_end in zip(inst.call.members, each, strict=True):
+                        push(t_end, _DONE, m, nodes[m])
+                elif service is None:
                     inst.end_ns = now + float(collective_time(inst.call))
                     for m, j in coll_node.pop(key).items():
                         push(inst.end_ns, _DONE, m, j)

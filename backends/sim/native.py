@@ -49,7 +49,6 @@ FIFO + ascending).
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 import re
@@ -62,6 +61,7 @@ import numpy.typing as npt
 
 from backends.sim.analytical import astra_delay_ns, astra_hops, is_astra_stack
 from backends.sim.errors import SimError
+from backends.sim.native_ring import GROUP_RELEASE_NS, group_ring_ends, ring_steps
 from chakra_ir.collective import CollectiveKind, parse_collective_kind
 from topologies.errors import CollcError
 from topologies.topology import Topology
@@ -224,22 +224,6 @@ class _Span:
         return _pairs_delay(self.dims, a, (a + distance) % self.p, nbytes)
 
 
-class _GroupSpan(_Span):
-    """A communicator group smaller than the cluster: ASTRA-sim runs it as one logical ring of
-    the group's NPUs in ascending order; each pair is charged in the lowest dimension where
-    its NPUs differ, and a step costs its slowest pair."""
-
-    def __init__(self, dims: Sequence[AstraDim], members: Sequence[int]) -> None:
-        super().__init__(dims, -1)
-        self.members = np.asarray(sorted(members), dtype=np.int64)
-        self.p = len(self.members)
-
-    def _flat_delay(self, distance: int, nbytes: int) -> int:
-        a = self.members
-        b = np.roll(a, -(distance % self.p))
-        return _pairs_delay(self.dims, a, b, nbytes)
-
-
 def _pairs_delay(
     dims: Sequence[AstraDim], a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], nbytes: int
 ) -> int:
@@ -283,8 +267,13 @@ def astrasim_p2p_ns(dims: Sequence[DimLike], src: int, dst: int, nbytes: int) ->
     return 0
 
 
-def _reduce_ns(nbytes: int, local_mem_bw: float) -> float:
-    return 3.0 * nbytes / local_mem_bw if local_mem_bw > 0 else 0.0
+def reduction_ns(nbytes: int, local_mem_bw: float) -> float:
+    """ASTRA-sim's time to reduce ``nbytes`` (one write, two reads at ``local_mem_bw``
+    decimal GB/s, each truncated to whole ns as ``PacketBundle::call`` does; 0 when it is 0,
+    reductions being free)."""
+    if local_mem_bw <= 0:
+        return 0.0
+    return 3.0 * int(float(nbytes) / (local_mem_bw * 1e9) * 1e9)
 
 
 def _phase(
@@ -300,7 +289,7 @@ def _phase(
     ed = endpoint_delay
 
     def step(distance: int, m: int, reduce: bool) -> float:
-        return span.delay(distance, m) + ed + (_reduce_ns(m, local_mem_bw) if reduce else 0.0)
+        return span.delay(distance, m) + ed + (reduction_ns(m, local_mem_bw) if reduce else 0.0)
 
     AR, RS, AG = (
         CollectiveKind.ALLREDUCE,
@@ -444,13 +433,31 @@ def astrasim_native_estimate(
         members = sorted(set(group))
         if len(members) < 2 or members[0] < 0 or members[-1] >= total:
             raise SimError(f"a communicator group of NPUs {members} does not fit {total} NPUs")
-        # A smaller group runs as one logical ring of its NPUs; a multi-dimensional
-        # implementation list falls back to ring (ASTRA-sim's CommunicatorGroup).
-        algo = algos[0] if len(algos) == 1 else Algorithm("ring")
-        algo = dataclasses.replace(algo, flat=False)
-        spans[-2] = _GroupSpan(ds, members)
-        plan.append((-2, k, algo))
-        notes.append(f"communicator group of {len(members)} NPUs: one logical {algo.name}")
+        # ASTRA-sim's CommunicatorGroup: one logical ring of the group, whatever the list.
+        ends = group_ring_ends(
+            k,
+            members,
+            chunk,
+            chunks,
+            lambda a, b, m: astrasim_p2p_ns(ds, a, b, m),
+            active_chunks=active_chunks_per_dimension,
+            reduce_ns=lambda m: reduction_ns(m, local_mem_bw),
+        )
+        steps = ring_steps(k, len(members), chunk)[0]
+        one = group_ring_ends(
+            k,
+            members,
+            chunk,
+            1,
+            lambda a, b, m: astrasim_p2p_ns(ds, a, b, m),
+            reduce_ns=lambda m: reduction_ns(m, local_mem_bw),
+        )
+        notes.append(
+            f"communicator group of {len(members)} NPUs: one logical ring, "
+            f"{GROUP_RELEASE_NS} ns per release whatever the endpoint delay"
+        )
+        phase = PhaseCost(-2, k.value, "ring", chunk, steps, max(one))
+        return NativeEstimate(max(ends), size, chunks, chunk, (phase,), tuple(notes))
     elif flat:
         plan.append((-1, k, algos[0]))
         if len(algos) > 1:
@@ -474,6 +481,9 @@ def astrasim_native_estimate(
     for key, comm, algo in plan:
         span = spans.setdefault(key, _Span(ds, key))
         steps, dur, out = _phase(comm, algo, span, D, endpoint_delay, local_mem_bw)
+        # The packet the stream releases before its first message (Ring::insert_packet's
+        # zero-latency packet) crosses the memory bus too: one more endpoint delay.
+        dur += endpoint_delay
         label = ("one" + algo.name[0].upper() + algo.name[1:]) if algo.flat else algo.name
         if algo.name == "direct" and algo.window > 0:
             label += str(algo.window)

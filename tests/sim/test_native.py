@@ -39,11 +39,12 @@ def test_ring_allreduce_closed_form() -> None:
 
 
 def test_endpoint_delay_and_reduction_per_step() -> None:
-    # + 10 ns per step (6 steps) + 3 m / 50 GB/s (decimal) on the 3 reduce-scatter steps.
+    # + 10 ns per step (6 steps) and one before the first, + 3 m / 50 GB/s (decimal), each of
+    # the three passes truncated to whole ns, on the 3 reduce-scatter steps.
     t = astrasim_native_time(
         "allreduce", [("Ring", 4, 50, 500)], 4 * MIB, ["ring"], endpoint_delay=10, local_mem_bw=50
     )
-    assert t == pytest.approx(6 * (20031 + 10) + 3 * 3 * MIB / 50)
+    assert t == 6 * (20031 + 10) + 10 + 3 * 3 * int(MIB / 50)
 
 
 def test_reduce_scatter_and_allgather_sizes() -> None:

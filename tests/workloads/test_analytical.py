@@ -2,7 +2,8 @@
 
 Closed forms by ASTRA-sim's rules (backends/sim/native.py): a ring all-reduce over p NPUs of a
 chunk of D bytes is 2(p-1) steps of D/p bytes (integer division), each costing the message
-delay ``int(hops x latency + bytes / bandwidth)`` plus the endpoint delay (10 ns). ASTRA-sim's
+delay ``int(hops x latency + bytes / bandwidth)`` plus the endpoint delay (10 ns), and one more
+endpoint delay for the packet released before the first step. ASTRA-sim's
 bandwidth is in GB/s of 2^30 bytes, so a 50 GB/s (decimal) link is 46.566 of its GB/s, 50 bytes
 per ns; the specs here use decimal GB/s so every bandwidth is a whole number of bytes per ns.
 """
@@ -13,10 +14,12 @@ import math
 
 import pytest
 
-from backends.sim.native import astrasim_native_time
+from backends.sim.native import astrasim_native_time, astrasim_p2p_ns
+from backends.sim.native_ring import group_ring_ends
+from chakra_ir.collective import CollectiveKind
 from tests.workloads.build import AG, AR, RS, coll, comp, same, workload
 from topologies import parse_topology
-from workloads.analytical import NativeConfig, native_timers, system_json
+from workloads.analytical import NativeConfig, native_timers, run_analytical, system_json
 from workloads.engine import CollCall, run_workload
 from workloads.model import CollKind, WorkloadError, check_workload
 
@@ -56,56 +59,77 @@ def test_a_whole_cluster_all_reduce_is_astra_sims_native_time() -> None:
         local_mem_bw=80.0,
         size_convention="astrasim",
     )
-    # 14 steps of 131072 B; the 7 reduce-scatter steps also reduce 3 x 131072 B at 80 B/ns.
+    # 14 steps of 131072 B and the release before the first; the 7 reduce-scatter steps also
+    # reduce 3 x 131072 B at 80 B/ns, each pass truncated to whole ns (1638.4 -> 1638).
     m = S // 8
     step = delay(1, 500, 50, m) + 25
-    assert t == pytest.approx(14 * step + 7 * 3 * m / 80.0)
+    assert t == 14 * step + 25 + 7 * 3 * 1638
 
 
 def test_a_whole_cluster_ring_all_reduce_closed_form() -> None:
     coll_t, _, _ = native_timers(RING8, NativeConfig())
-    # 131072 B / 50 B/ns = 2621.44 ns; 14 x (3121 + 10).
-    assert coll_t(CollCall(AR, S, ALL8)) == 14 * (delay(1, 500, 50, S // 8) + 10) == 43834
+    # 131072 B / 50 B/ns = 2621.44 ns; 14 x (3121 + 10) + 10.
+    assert coll_t(CollCall(AR, S, ALL8)) == 14 * (delay(1, 500, 50, S // 8) + 10) + 10 == 43844
 
 
 def test_all_gather_and_reduce_scatter_sizes_are_astra_sims() -> None:
     coll_t, _, _ = native_timers(RING8, NativeConfig())
     # All-gather: comm_size is the per-rank input; 7 steps of the whole 1000 B.
-    assert coll_t(CollCall(AG, 1000, ALL8)) == 7 * (delay(1, 500, 50, 1000) + 10)
+    assert coll_t(CollCall(AG, 1000, ALL8)) == 7 * (delay(1, 500, 50, 1000) + 10) + 10
     # Reduce-scatter: 7 steps of 8000 / 8 B.
-    assert coll_t(CollCall(RS, 8000, ALL8)) == 7 * (delay(1, 500, 50, 1000) + 10)
+    assert coll_t(CollCall(RS, 8000, ALL8)) == 7 * (delay(1, 500, 50, 1000) + 10) + 10
     # A chunk smaller than the NPU count is raised to one byte per NPU.
-    assert coll_t(CollCall(AR, 3, ALL8)) == 14 * (delay(1, 500, 50, 1) + 10)
+    assert coll_t(CollCall(AR, 3, ALL8)) == 14 * (delay(1, 500, 50, 1) + 10) + 10
 
 
 def test_a_group_of_two_is_a_ring_over_the_group() -> None:
     coll_t, _, _ = native_timers(RING8, NativeConfig())
-    # p = 2: 2 steps of S/2 = 524288 B (10485.76 ns) between neighbours.
+    # p = 2: 2 steps of S/2 = 524288 B (10485.76 ns) between neighbours, 3 releases.
     t = coll_t(CollCall(AR, S, (0, 1), "1"))
-    assert t == 2 * (delay(1, 500, 50, S // 2) + 10) == 21990
+    assert t == 2 * delay(1, 500, 50, S // 2) + 3 * 10 == 22000
 
 
-def test_a_group_step_costs_its_slowest_pair() -> None:
-    coll_t, _, _ = native_timers(RING8, NativeConfig(endpoint_delay_ns=0))
-    # Logical ring 0 -> 2 -> 5 -> 0: 2, 3 and 3 hops; 4 steps of S // 3 B at 3 hops.
+def test_an_uneven_group_ring_is_timed_message_by_message() -> None:
+    # Logical ring 0 -> 2 -> 5 -> 0: 2, 3 and 3 hops. Each member's end is its longest chain of
+    # 4 steps back along the ring, plus 5 releases of 10 ns: the endpoint delay (0 here) does
+    # not apply to a group's ring.
+    a, b = delay(2, 500, 50, S // 3), delay(3, 500, 50, S // 3)
+    coll_t, _, dims = native_timers(RING8, NativeConfig(endpoint_delay_ns=0))
     t = coll_t(CollCall(AR, S, (0, 2, 5), "7"))
-    assert t == 4 * delay(3, 500, 50, S // 3) == 4 * 8490
+    assert t == 50 + a + 3 * b < 4 * b + 50
+    ends = group_ring_ends(
+        CollectiveKind.ALLREDUCE, (0, 2, 5), S, 1, lambda x, y, m: astrasim_p2p_ns(dims, x, y, m)
+    )
+    assert ends == [50 + a + 3 * b, 50 + 2 * a + 2 * b, 50 + a + 3 * b]
+    # NPU 5 starts 10 us late: its successor NPU 0 ends 10 us later, NPU 2 (whose chain of 4
+    # links back does not start at NPU 5's first release) not at all, and NPU 5 itself less
+    # than 10 us later, the others' first steps having overlapped its wait.
+    late = group_ring_ends(
+        CollectiveKind.ALLREDUCE,
+        (0, 2, 5),
+        S,
+        1,
+        lambda x, y, m: astrasim_p2p_ns(dims, x, y, m),
+        starts=(0.0, 0.0, 10_000.0),
+    )
+    assert late[0] == ends[0] + 10_000 and late[1] == ends[1]
+    assert ends[2] < late[2] < ends[2] + 10_000
 
 
 def test_a_group_on_a_stack_charges_the_lowest_differing_dimension() -> None:
     coll_t, _, _ = native_timers(STACK, NativeConfig())
     # NPUs 0 and 4 differ in dimension 1 only (25 B/ns, 700 ns).
     t = coll_t(CollCall(AR, S, (0, 4), "1"))
-    assert t == 2 * (delay(1, 700, 25, S // 2) + 10)
+    assert t == 2 * (delay(1, 700, 25, S // 2) + 10) + 10
     # NPUs 0 and 1 differ in dimension 0 (100 B/ns, 100 ns).
     t = coll_t(CollCall(AR, S, (0, 1), "2"))
-    assert t == 2 * (delay(1, 100, 100, S // 2) + 10)
+    assert t == 2 * (delay(1, 100, 100, S // 2) + 10) + 10
 
 
 def test_involved_dim_drops_dimensions() -> None:
     coll_t, _, _ = native_timers(STACK, NativeConfig())
-    dim0 = 6 * (delay(1, 100, 100, S // 4) + 10)  # ring of 4: 6 steps of S/4
-    dim1 = 2 * (delay(1, 700, 25, S // 2) + 10)  # ring of 2: 2 steps of S/2
+    dim0 = 6 * (delay(1, 100, 100, S // 4) + 10) + 10  # ring of 4: 6 steps of S/4
+    dim1 = 2 * (delay(1, 700, 25, S // 2) + 10) + 10  # ring of 2: 2 steps of S/2
     everything = tuple(range(8))
     assert coll_t(CollCall(AR, S, everything)) == dim0 + dim1
     assert coll_t(CollCall(AR, S, everything, "", (True, True))) == dim0 + dim1
@@ -118,7 +142,7 @@ def test_involved_dim_reaches_the_timer_from_the_workload() -> None:
     w = same(8, [coll(0, AR, S, involved_dim=(False, True))])
     check_workload(w)
     r = run_workload(w, coll_t, p2p)
-    assert r.time_ns == 2 * (delay(1, 700, 25, S // 2) + 10)
+    assert r.time_ns == 2 * (delay(1, 700, 25, S // 2) + 10) + 10
 
 
 def test_p2p_is_hops_times_latency_plus_bytes_over_bandwidth() -> None:
@@ -136,7 +160,7 @@ def test_the_implementation_knob() -> None:
     coll_t, _, _ = native_timers(RING8, config)
     # Direct all-reduce on 8: a reduce-scatter and an all-gather round of all 7 peers, each
     # costing its slowest message (4 hops away) of S/8 bytes.
-    assert coll_t(CollCall(AR, S, ALL8)) == 2 * (delay(4, 500, 50, S // 8) + 10)
+    assert coll_t(CollCall(AR, S, ALL8)) == 2 * (delay(4, 500, 50, S // 8) + 10) + 10
 
 
 def test_an_unsupported_collective_algorithm_is_a_workload_error() -> None:
@@ -185,7 +209,7 @@ def test_an_eight_npu_workload_with_one_collective() -> None:
     w = same(8, [comp(0, 2), coll(1, AR, S, deps=(0,))])
     check_workload(w)
     r = run_workload(w, coll_t, p2p)
-    t = 14 * (delay(1, 500, 50, S // 8) + 10)
+    t = 14 * (delay(1, 500, 50, S // 8) + 10) + 10
     assert r.time_ns == 2000 + t
     assert r.exposed_ns == [t] * 8
 
@@ -200,7 +224,14 @@ def test_a_group_workload_on_eight_npus() -> None:
     )
     check_workload(w)
     r = run_workload(w, coll_t, p2p)
-    pair = 2 * (delay(1, 500, 50, S // 2) + 10)
-    # All-gather on the logical ring 2..7: 5 steps of 600 B; the slowest pair 7 -> 2 is 3 hops.
-    six = 5 * (delay(3, 500, 50, 600) + 10)
+    pair = 2 * delay(1, 500, 50, S // 2) + 3 * 10
+    # All-gather on the logical ring 2..7: 5 steps of 600 B; the pair 7 -> 2 is 3 hops, the
+    # others 1. A member ends after the 5 links back from it and 6 releases: every member but
+    # 7 crosses 7 -> 2.
+    c, e = delay(3, 500, 50, 600), delay(1, 500, 50, 600)
+    six = 60 + c + 4 * e
     assert r.finish_ns == [pair] * 2 + [six] * 6
+    # Timed per member (the analytical mode), member 7 ends before the others.
+    run, shortcut = run_analytical(w, RING8, NativeConfig(), classes=check_workload(w))
+    assert shortcut == "none"
+    assert run.finish_ns == [pair] * 2 + [six] * 5 + [60 + 5 * e]

@@ -232,8 +232,9 @@ def test_astra_sims_microbenchmark_reads_and_runs(tmp_path: Path) -> None:
     check_workload(w)
     coll_t, p2p, _ = native_timers(parse_topology("ring:8"), NativeConfig())
     run = run_workload(w, coll_t, p2p)
-    # 14 ring steps of 131072 B at 50 B/ns and 500 ns, plus 10 ns each.
-    assert run.time_ns == 14 * (int(500 + 131072 / 50) + 10)
+    # 14 ring steps of 131072 B at 50 B/ns and 500 ns, plus 10 ns each and 10 ns before the
+    # first.
+    assert run.time_ns == 14 * (int(500 + 131072 / 50) + 10) + 10
 
 
 def test_a_truncated_file_names_the_file(tmp_path: Path) -> None:

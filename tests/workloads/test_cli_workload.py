@@ -54,7 +54,7 @@ def wl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_analytical_json_is_the_closed_form(wl: Path) -> None:
     d = run_json(str(wl), "-t", "ring:8", "--model", "analytical")
-    t = 14 * (STEP + 10)
+    t = 14 * (STEP + 10) + 10
     assert d["iteration_ns"] == 2000 + t
     assert d["npus"] == 8 and d["nodes"] == 16 and d["collectives"] == 1
     assert d["node_types"] == {"COMP": 8, "COLL": 8}
@@ -83,7 +83,7 @@ def test_analytical_knobs_from_flags_and_system_json(wl: Path, tmp_path: Path) -
     system.write_text(json.dumps({"endpoint-delay": 30, "all-reduce-implementation": ["direct"]}))
     d = run_json(str(wl), "-t", "ring:8", "--model", "analytical", "--system", str(system))
     # Direct: one reduce-scatter and one all-gather round, the slowest peer 4 hops away.
-    assert d["iteration_ns"] == 2000 + 2 * (int(4 * 500 + (S // 8) / 50) + 30)
+    assert d["iteration_ns"] == 2000 + 2 * (int(4 * 500 + (S // 8) / 50) + 30) + 30
     # A flag overrides the file.
     d = run_json(
         str(wl),
@@ -96,7 +96,7 @@ def test_analytical_knobs_from_flags_and_system_json(wl: Path, tmp_path: Path) -
         "--native",
         "ring",
     )
-    assert d["iteration_ns"] == 2000 + 14 * (STEP + 30)
+    assert d["iteration_ns"] == 2000 + 14 * (STEP + 30) + 30
 
 
 def test_groups_from_the_command_line(tmp_path: Path) -> None:
@@ -106,9 +106,11 @@ def test_groups_from_the_command_line(tmp_path: Path) -> None:
         workload(*([coll(0, AR, S, "1" if i < 2 else "2")] for i in range(8)), groups=groups), out
     )
     d = run_json(str(out), "-t", "ring:8", "--model", "analytical")
-    pair = 2 * (int(500 + (S // 2) / 50) + 10)
-    # The logical ring 2..7: the pair 7 -> 2 is 3 hops; 10 steps of S // 6.
-    six = 10 * (int(3 * 500 + (S // 6) / 50) + 10)
+    pair = 2 * int(500 + (S // 2) / 50) + 3 * 10
+    # The logical ring 2..7: the pair 7 -> 2 is 3 hops, the others 1; 10 steps of S // 6 and
+    # 11 releases of 10 ns. NPUs 2..5 wait on a chain of 10 links back that crosses 7 -> 2 twice.
+    c, e = int(3 * 500 + (S // 6) / 50), int(500 + (S // 6) / 50)
+    six = 110 + 2 * c + 8 * e
     assert d["iteration_ns"] == max(pair, six)
     assert {g["group"]: (g["npus"], g["total_ns"]) for g in d["per_group"]} == {
         "1": (2, pair),
@@ -166,7 +168,7 @@ def test_the_human_report(wl: Path) -> None:
     res = invoke(str(wl), "-t", "ring:8", "--model", "analytical")
     assert res.exit_code == 0, res.output
     assert "8 NPUs, 16 nodes, 1 collectives" in res.output
-    assert f"iteration          {(2000 + 14 * (STEP + 10)) / 1000:,.2f} us" in res.output
+    assert f"iteration          {(2000 + 14 * (STEP + 10) + 10) / 1000:,.2f} us" in res.output
 
 
 # -- bad input ----------------------------------------------------------------------------
