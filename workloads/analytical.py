@@ -3,7 +3,8 @@ times it, with its native collectives.
 
 Collectives take `backends.sim.native`'s time for the group (whole cluster: the per-dimension
 implementations over the involved dimensions; a smaller communicator group: one logical ring
-of its NPUs); point-to-point messages take the congestion-unaware delay (hops x latency +
+of its NPUs, timed per member from each member's issue time when the ring is uneven,
+`member_timer`); point-to-point messages take the congestion-unaware delay (hops x latency +
 bytes / bandwidth in the lowest dimension where the NPUs differ, truncated to whole ns). There
 is no contention, so every distinct collective is computed once and cached.
 

@@ -23,13 +23,15 @@ The structure:
    peers at ring distances 1, 2, ... each costing the slowest message of the round; AR = RS +
    AG of D/p. HalvingDoubling (p a power of 2): RS step k sends D/2^k to distance 2^(k-1);
    AG mirrors it; AR = RS + AG.
-4. **Step cost** = message delay + ``endpoint_delay``, plus ``3 m / local_mem_bw`` (decimal
-   GB/s) on each step that reduces (every RS step; the RS half of an AR). The message delay
+4. **Step cost** = message delay + ``endpoint_delay``, plus three memory passes of
+   ``m / local_mem_bw`` (decimal GB/s), each truncated to whole ns, on each step that reduces
+   (every RS step; the RS half of an AR); each phase adds one ``endpoint_delay`` before its
+   first step (the packet a ring releases when its stream starts). The message delay
    is the congestion-unaware one: ``hops x latency + m / bandwidth`` with bandwidth in GiB/s,
    truncated to whole ns (`backends.sim.analytical.astra_delay_ns`); hops: Ring min distance
    either way, FullyConnected 1, Switch 2. For the ``one*`` variants each pair is charged in
    the lowest dimension where its NPUs differ, and a step costs its slowest pair.
-   Reduction times are not rounded. Direct rounds charge one reduction time (the reductions
+   Direct rounds charge one reduction time (the reductions
    of a round overlap: ASTRA-sim's memory bus is not shared by default).
 5. **Scheduling.** One queue per dimension, running at most ``active_chunks_per_dimension``
    chunks at once (FIFO); a new chunk enters its first phase only while fewer than
@@ -38,9 +40,10 @@ The structure:
    across dimensions. Chunks do not slow each other down (no contention).
 
 6. **Communicator groups** (``group``): a group smaller than the cluster runs as one logical
-   ring of its NPUs in ascending order, with the first implementation of the list (ring when
-   the list names several dimensions), each step costing its slowest pair; ``involved_dim``
-   (the workload node's) drops dimensions of a whole-cluster collective.
+   ring of its NPUs in ascending order, whatever the list names, message by message with 10 ns
+   per release whatever ``endpoint_delay`` is (`backends.sim.native_ring`); the time is the
+   last member's end with every member starting at 0. ``involved_dim`` (the workload node's)
+   drops dimensions of a whole-cluster collective.
 
 Not modelled: ``doubleBinaryTree``, halving-doubling all-to-all,
 ``--num-queues-per-dim`` other than 1, Themis scheduling (ASTRA-sim 2.x hard-wires

@@ -122,6 +122,14 @@ def test_bundle(
     readme = (out / "README.txt").read_text()
     assert "AstraSim_Analytical_Congestion_Unaware" in readme
     assert "Congestion_Aware" in readme and "1-dim" in readme
+    # Which model predicts which binary, one line each.
+    lines = readme.splitlines()
+    assert any(
+        "--model analytical" in x and "AstraSim_Analytical_Congestion_Unaware" in x for x in lines
+    )
+    assert any(
+        "--model astra-aware" in x and "AstraSim_Analytical_Congestion_Aware" in x for x in lines
+    )
     assert "sys[i] finished" in readme
     marker = load_json(out / BUNDLE_MARKER)
     assert marker["target"] == "astra-sim"
