@@ -49,9 +49,44 @@ class SimRequest:
     converter: str | None = None
     """Format conversion at the endpoints: ``sw`` or ``hw`` (`payloads.endpoint`); None: the
     folder's (recorded with its payload), else ``sw``."""
+    strict: bool = False
+    """Refuse, instead of noting, an input ASTRA-sim's binary would not run (the ASTRA-sim
+    models only)."""
 
 
 def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
+    """`_simulate_folder`, with the notes of an ASTRA-sim model on inputs ASTRA-sim would
+    not run (refused with ``req.strict``)."""
+    result, topology, estimate = _simulate_folder(req)
+    if req.model in ("astra-aware", "analytical"):
+        from backends.sim.astra_aware import ASTRA_WOULD_NOT_RUN
+
+        _note_astra_network(result, topology, ASTRA_WOULD_NOT_RUN)
+        refused = [n for n in result.notes if n.startswith(ASTRA_WOULD_NOT_RUN)]
+        if req.strict and refused:
+            raise CollcError(f"--strict: {refused[0]}")
+    return result, topology, estimate
+
+
+def _note_astra_network(result: SimResult, topology: Topology, marker: str) -> None:
+    """Note a stack that ASTRA-sim's network file cannot state (per-link bandwidths or
+    latencies, lines), which the ASTRA-sim models still time link by link."""
+    from backends.astrasim.errors import AstraExportError
+    from backends.astrasim.network import astra_dimensions
+    from backends.sim.analytical import is_astra_stack
+
+    if not is_astra_stack(topology):
+        return  # failed links and other networks: refused or noted by the model itself
+    try:
+        astra_dimensions(topology)
+    except AstraExportError as e:
+        result.notes.append(
+            f"{marker}: {e.message} (the ASTRA-sim bundle refuses it; this time takes each "
+            "link's own figures)"
+        )
+
+
+def _simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:
     """Simulate an output folder (or a folder of another tool's ET files).
 
     Returns the result (with the lower bound attached for collc folders), the topology, and

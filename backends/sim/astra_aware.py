@@ -107,6 +107,9 @@ def run_astra_aware(graph: TaskGraph, topology: Topology, keep_records: bool) ->
         keep_records=keep_records,
         task_order=False,
     )
+    fast = sub_ns_hop(graph, topology)
+    if fast is not None:
+        run.notes.append(fast)
     lay = topology.layout
     if lay is not None and sum(1 for s in lay.shape if s > 1) > 1:
         run.notes.append(
@@ -115,3 +118,37 @@ def run_astra_aware(graph: TaskGraph, topology: Topology, keep_records: bool) ->
             "accepts one dimension only)"
         )
     return run
+
+
+ASTRA_WOULD_NOT_RUN = "ASTRA-sim would not run this"
+"""How a result note starts when ASTRA-sim's binary would refuse or abort on the input, so
+that the time printed is one ASTRA-sim cannot produce (``collc simulate --strict`` refuses)."""
+
+
+def sub_ns_hop(graph: TaskGraph, topology: Topology) -> str | None:
+    """The note for a message that serializes in under 1 ns on a link of its route, or None.
+    ASTRA-sim's congestion-aware backend truncates a hop's serialization time to whole ns
+    (``Link::serialization_delay``) and schedules the link's release at that time; at 0 ns
+    the event lands at the current time and ``EventQueue::proceed`` aborts on its assertion
+    that time moves forward."""
+    sends = np.flatnonzero(graph.kind == int(TaskKind.SEND))
+    if not len(sends):
+        return None
+    rank = graph.task_rank()[sends]
+    npus = np.asarray(graph.npus, dtype=np.int64)
+    src, dst = npus[rank], npus[graph.peer[sends]]
+    seen: set[tuple[int, int, int]] = set()
+    for a, b, m in zip(src.tolist(), dst.tolist(), graph.nbytes[sends].tolist(), strict=True):
+        if (a, b, m) in seen or a == b:
+            continue
+        seen.add((a, b, m))
+        for li in topology.route_links(a, b):
+            bw = topology.links[li].bandwidth_bytes_per_ns
+            if int(m / bw) == 0:
+                return (
+                    f"{ASTRA_WOULD_NOT_RUN}: a message of {m} B serializes in under 1 ns on "
+                    f"link {topology.links[li].src}->{topology.links[li].dst} ({bw:g} B/ns); "
+                    "ASTRA-sim's congestion-aware binary aborts on such a hop (its event queue "
+                    "asserts that time moves forward)"
+                )
+    return None

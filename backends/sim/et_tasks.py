@@ -13,7 +13,9 @@ Program, but they can be timed. Per rank (trace ``r`` is rank ``r``), in file or
 - ``data_deps`` and ``ctrl_deps`` both gate issue (ASTRA-sim's feeder_v3).
 
 Messages match on (src, dst, tag, size) in file order. The graph is marked
-``semantics_checked=False``: results say that the collective's semantics were not checked.
+``semantics_checked=False``: results say that the collective's semantics were not checked, and
+why: the ETs carry no collc attributes, or (collc's own ETs copied without their folder's
+manifest) they do but nothing says which program and topology they were written for.
 """
 
 from __future__ import annotations
@@ -157,6 +159,18 @@ def tasks_from_et(traces: Sequence[EtTrace], npus: Sequence[int] | None = None) 
         origin=np.concatenate([p["origin"] for p in parts]),
         source="et",
         semantics_checked=False,
+        notes=_why_unchecked(traces),
+    )
+
+
+def _why_unchecked(traces: Sequence[EtTrace]) -> tuple[str, ...]:
+    mine = sum("collc_et_format" in t.metadata for t in traces)
+    if not mine:
+        return ()
+    return (
+        f"{mine} of the {len(traces)} ETs carry collc attributes, but without their folder's "
+        "manifest (manifest.json) they were timed as node-level ETs: timing only, "
+        "semantics not checked",
     )
 
 

@@ -274,7 +274,7 @@ def make_result(
     total = float(rank_finish.max()) if R else 0.0
     link_ends = tuple((lk.src, lk.dst) for lk in topology.links)
     notes = list(graph.notes) + list(run.notes)
-    if not graph.semantics_checked:
+    if not graph.semantics_checked and not any("semantics not checked" in n for n in notes):
         notes.append("the ET carries no collc attributes: timing only, semantics not checked")
     timeline = None
     if keep_timeline:

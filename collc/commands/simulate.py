@@ -57,6 +57,12 @@ from topologies.errors import CollcError
     help="Rows of the Gantt chart: the busiest links.",
 )
 @payload_options
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="With an ASTRA-sim model: refuse an input ASTRA-sim's binary would not run, instead "
+    "of noting it.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def simulate(
     folder: Path,
@@ -73,6 +79,7 @@ def simulate(
     gantt_links: int,
     payload: str | None,
     converter: str | None,
+    strict: bool,
     as_json: bool,
 ) -> None:
     """Simulate an output folder's program on its topology."""
@@ -98,6 +105,7 @@ def simulate(
         cut_through,
         payload,
         converter,
+        strict,
     )
     result, topo, estimate = pipeline.simulate_folder(req)
     written = []
