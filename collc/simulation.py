@@ -61,29 +61,34 @@ def simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]
     if req.model in ("astra-aware", "analytical"):
         from backends.sim.astra_aware import ASTRA_WOULD_NOT_RUN
 
-        _note_astra_network(result, topology, ASTRA_WOULD_NOT_RUN)
+        note = astra_network_note(topology)
+        if note is not None:
+            result.notes.append(note)
         refused = [n for n in result.notes if n.startswith(ASTRA_WOULD_NOT_RUN)]
         if req.strict and refused:
             raise CollcError(f"--strict: {refused[0]}")
     return result, topology, estimate
 
 
-def _note_astra_network(result: SimResult, topology: Topology, marker: str) -> None:
-    """Note a stack that ASTRA-sim's network file cannot state (per-link bandwidths or
-    latencies, lines), which the ASTRA-sim models still time link by link."""
+def astra_network_note(topology: Topology) -> str | None:
+    """The note for a stack that ASTRA-sim's network file cannot state (per-link bandwidths
+    or latencies, lines), which the ASTRA-sim models still time; None when it can (or when
+    the topology is no stack, which the models refuse or note themselves)."""
     from backends.astrasim.errors import AstraExportError
     from backends.astrasim.network import astra_dimensions
     from backends.sim.analytical import is_astra_stack
+    from backends.sim.astra_aware import ASTRA_WOULD_NOT_RUN
 
     if not is_astra_stack(topology):
-        return  # failed links and other networks: refused or noted by the model itself
+        return None
     try:
         astra_dimensions(topology)
     except AstraExportError as e:
-        result.notes.append(
-            f"{marker}: {e.message} (the ASTRA-sim bundle refuses it; this time takes each "
-            "link's own figures)"
+        return (
+            f"{ASTRA_WOULD_NOT_RUN}: {e.message} (the ASTRA-sim bundle refuses it; this time "
+            "is collc's reading of it)"
         )
+    return None
 
 
 def _simulate_folder(req: SimRequest) -> tuple[SimResult, Topology, float | None]:

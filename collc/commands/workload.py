@@ -206,6 +206,11 @@ def native_config(system: Path | None, overrides: dict[str, Any]) -> NativeConfi
     help="FRED: configuration memory per switch (1536 B).",
 )
 @click.option("--timeline", type=click.Path(path_type=Path), help="Write a Perfetto trace.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Analytical mode: refuse what ASTRA-sim's binary would not run, instead of noting it.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def simulate_cmd(
     location: Path,
@@ -233,6 +238,7 @@ def simulate_cmd(
     fred_preempt: bool,
     config_memory: int | None,
     timeline: Path | None,
+    strict: bool,
     as_json: bool,
 ) -> None:
     """Simulate a training iteration: the workload ETs at LOCATION (a folder or a prefix)."""
@@ -315,6 +321,7 @@ def simulate_cmd(
         run, programs = done_f.run, done_f.programs
         fred = fred_report(done_f)
         sim, shortcut = None, "none"
+        notes: list[str] = []
     else:
         from collc.workload_run import run_on_topology
 
@@ -334,8 +341,10 @@ def simulate_cmd(
             full=full,
             phase=phase,
             tuned=tuned,
+            strict=strict,
         )
         run, sim, programs, shortcut = done.run, done.sim, done.programs, done.shortcut
+        notes = done.notes
     phase(None)
     data = summary(w, run, sim=sim)
     data["model"] = model
@@ -348,6 +357,7 @@ def simulate_cmd(
     else:
         data["system"] = _config_json(config)
         data["symmetry_shortcut"] = shortcut
+        data["notes"] = notes
     if fred is not None:
         data["model"] = "fred-phases"
         data["fred"] = fred
@@ -417,6 +427,8 @@ def _print(d: dict[str, Any]) -> None:
         )
         for lk in links["busiest"][:5]:
             click.echo(f"    {lk['src']}->{lk['dst']}  {lk['utilization']:.1%}")
+    for note in d.get("notes", []):
+        click.echo(f"  note: {note}")
     fred = d.get("fred")
     if fred:
         per = ", ".join(f"{v} {k}" for k, v in sorted(fred["configurations_per_class"].items()))

@@ -300,3 +300,37 @@ def test_collectives_beyond_the_transfer_limit_are_refused(wl: Path) -> None:
     )
     line = refused(str(wl), "-t", "ring:8", "--chunks-per-npu", "4", "--max-transfers", "100")
     assert "8 ranks x 32 chunks = 256 chunk transfers is more than the limit of 100" in line
+
+
+MARK = "ASTRA-sim would not run this"
+
+
+def test_endpoint_delay_0_is_noted_and_refused_with_strict(wl: Path, tmp_path: Path) -> None:
+    # A collective on every NPU: ASTRA-sim's unaware binary aborts at endpoint-delay 0.
+    d = run_json(str(wl), "-t", "ring:8", "--model", "analytical", "--endpoint-delay", "0")
+    assert [n for n in d["notes"] if n.startswith(MARK) and "endpoint-delay 0" in n]
+    assert d["iteration_ns"] == 2000 + 14 * STEP  # still timed, with the note
+    res = invoke(str(wl), "-t", "ring:8", "--model", "analytical", "--endpoint-delay", "0")
+    assert res.exit_code == 0 and "  note: ASTRA-sim would not run this" in res.output
+    line = refused(
+        str(wl), "-t", "ring:8", "--model", "analytical", "--endpoint-delay", "0", "--strict"
+    )
+    assert "--strict: ASTRA-sim would not run this: endpoint-delay 0" in line
+    # The default endpoint delay: no note; --strict runs.
+    assert run_json(str(wl), "-t", "ring:8", "--model", "analytical", "--strict")["notes"] == []
+    # Only groups smaller than the cluster: their rings release in 10 ns, ASTRA-sim runs it.
+    out = tmp_path / "g"
+    groups = {"1": (0, 1, 2, 3), "2": (4, 5, 6, 7)}
+    write_workload(
+        workload(*([coll(0, AR, S, "1" if i < 4 else "2")] for i in range(8)), groups=groups), out
+    )
+    d = run_json(str(out), "-t", "ring:8", "--model", "analytical", "--endpoint-delay", "0")
+    assert d["notes"] == []
+
+
+def test_per_link_bandwidth_is_noted_in_the_analytical_mode(wl: Path) -> None:
+    spec = "ring:8,linkbw=3-4:25GB/s"
+    d = run_json(str(wl), "-t", spec, "--model", "analytical")
+    assert [n for n in d["notes"] if n.startswith(MARK) and "different bandwidth" in n]
+    line = refused(str(wl), "-t", spec, "--model", "analytical", "--strict")
+    assert "different bandwidth" in line
