@@ -139,6 +139,7 @@ def spread(
     ch_link0 = [tm.hops[0][0] for tm in timing]
     near = _fast_neighbourhood(R, channels, ch_dur) if hetero else [()] * len(channels)
     ch_ser0 = [tm.hops[0][2] for tm in timing]
+    thin = _thin(R, channels, timing)
     # Homogeneous links: for each channel u -> v, the other ranks with a channel into v (none
     # past a small in-degree, e.g. behind a switch, where the test costs more than it helps).
     rivals: list[tuple[int, ...]] = [()] * len(channels)
@@ -291,6 +292,11 @@ def spread(
                         rest = cand & ~m
                         if rest:
                             cand = rest
+                        elif thin[ch]:
+                            # A switched path into v's fast neighbourhood: every candidate is
+                            # already there, and a faster channel brings it; do not cross the
+                            # shared links with a copy.
+                            continue
                 chosen = (off + j) % n
                 break
             if chosen < 0:
@@ -303,6 +309,13 @@ def spread(
                 cand = hu if sink >= 0 else hu & ~(has[v] | inc[v])
                 if masked and sink < 0:
                     cand &= wanted[v]
+                if hetero and sink < 0 and near[ch] and thin[ch]:
+                    m = 0
+                    for w in near[ch]:
+                        m |= has[w] | inc[w]
+                    cand &= ~m
+                    if not cand:
+                        continue
             if sink < 0 and rivals[ch]:
                 m = 0
                 for w in rivals[ch]:
@@ -437,6 +450,22 @@ def spread(
         np.array(t_tdep, dtype=np.int64),
         makespan,
     )
+
+
+def _thin(num_ranks: int, channels: Sequence[Channel], timing: Sequence[Timed]) -> list[bool]:
+    """For each channel: whether it crosses shared links (switches, relays) and its slowest
+    hop serializes slower than the slowest hop of the best channel into the same rank. Such a
+    channel (FRED's thin L1 up-link, a stack's switch dimension under faster rings) should
+    carry only chunks the receiver's fast neighbourhood has not got: a copy of one wastes the
+    narrow link."""
+    worst = [max(h[2] for h in tm.hops) for tm in timing]
+    best = [1 << 62] * num_ranks
+    for c, w in zip(channels, worst, strict=True):
+        best[c.dst] = min(best[c.dst], w)
+    return [
+        len(tm.hops) > 1 and w > best[c.dst]
+        for c, tm, w in zip(channels, timing, worst, strict=True)
+    ]
 
 
 def _unhurried(
