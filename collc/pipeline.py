@@ -169,6 +169,8 @@ def synthesize(req: Request, *, progress: Progress | None = None) -> Result:
     if isinstance(algo, Tacos):
         # seed and seeds together reproduce a TACOS program (each phase keeps its best seed)
         extra["seeds"] = req.seeds
+        if algo.last is not None and algo.last.rule:
+            extra["tacos_rule"] = algo.last.rule
     if req.payload:
         # `collc simulate` of the folder weighs its messages under this payload by default.
         extra["payload"] = payload.spec if payload is not None else req.payload

@@ -80,6 +80,7 @@ def summary(
         "size_bytes": m.size_bytes,
         "chunk_bytes": m.chunk_bytes,
         "seed": m.seed,
+        "tacos_rule": m.extra.get("tacos_rule"),
         "completion": m.completion,
         "operations": p.num_ops,
         "messages": result.report.messages,
@@ -132,6 +133,8 @@ def print_summary(s: dict[str, Any]) -> None:
     bound = f"{us(s['lower_bound_ns'])} ({s['lower_bound']}, {scope})"
     if s["ratio"] is not None:
         bound += f", ratio {s['ratio']:.3f}"
+    if s.get("tacos_rule"):
+        rows.append(("rule", f"{s['tacos_rule']} (seed {s['seed']})"))
     rows += [
         ("lower bound", bound),
         (

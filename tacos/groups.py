@@ -30,7 +30,7 @@ from chakra_ir.program import Program
 from tacos.channels import Channel, Net, check_placement, group_channels, time_channel
 from tacos.errors import TacosError
 from tacos.lowering import Phase, Transfers, lower
-from tacos.matching import Plan, spread
+from tacos.matching import Plan, spread, trials
 from tacos.result import Progress, Synthesis, check_arguments
 from tacos.reversal import forward_phase, reverse_phase
 from tacos.routes import Routes
@@ -148,7 +148,7 @@ def _joint(
         channels = group_channels(on, c)
         timing = [time_channel(on, ch, chunk_bytes, cost) for ch in channels]
         best: tuple[Plan, int] | None = None
-        for i in range(seeds):
+        for i, (s, rule) in enumerate(trials(channels, seed, seeds)):
             a = lo + (hi - lo) * i / seeds
             b = lo + (hi - lo) * (i + 1) / seeds
             plan = spread(
@@ -156,15 +156,16 @@ def _joint(
                 channels,
                 timing,
                 chunk_src,
-                seed=seed + i,
+                seed=s,
                 progress=_scaled(say, a, b),
                 on_arrival=cost.on_arrival,
                 ready=ready,
                 busy_until=busy_until,
                 want=want,
+                rule=rule,
             )
             if best is None or plan.makespan < best[0].makespan:
-                best = (plan, seed + i)
+                best = (plan, s)
         assert best is not None
         return best[0], channels, best[1]
 

@@ -35,7 +35,8 @@ class Synthesis:
     the kept schedule; ``phases_ns``: the makespan of each synthesized phase as planned;
     ``transfers``: messages in the program; ``plan_exact``: whether the program runs exactly
     as planned (every send starts at its planned time), so ``estimated_ns`` is the planned
-    makespan; when not, ``estimated_ns`` is still the program's replayed time.
+    makespan; when not, ``estimated_ns`` is still the program's replayed time; ``rule``: the
+    matching rule that ran (`tacos.matching.RULES`; empty where the matching has no choice).
     """
 
     program: Program
@@ -46,3 +47,4 @@ class Synthesis:
     phases_ns: dict[str, float] = field(default_factory=dict)
     transfers: int = 0
     plan_exact: bool = True
+    rule: str = ""

@@ -164,6 +164,7 @@ def synthesize_sized(
         sch.phases_ns,
         len(low.transfers.src),
         False,
+        sch.rule,
     )
 
 

@@ -38,7 +38,7 @@ from tacos.channels import (
 from tacos.errors import TacosError
 from tacos.kinds import SUPPORTED
 from tacos.lowering import Lowered, Phase, Timer, Transfers, lower
-from tacos.matching import Plan, spread
+from tacos.matching import Plan, spread, trials
 from tacos.result import Progress as Progress
 from tacos.result import Synthesis as Synthesis
 from tacos.result import check_arguments as check_arguments
@@ -142,6 +142,7 @@ def synthesize(
         sch.phases_ns,
         len(low.transfers.src),
         bool(np.array_equal(timed[0].start, low.transfers.start)),
+        sch.rule,
     )
 
 
@@ -149,13 +150,15 @@ def synthesize(
 class Schedule:
     """A synthesized schedule before lowering: its ``phases``, the ``routes`` they take (timed
     at the reverse phases' planning size, else the forward ones'), each chunk's ``origin``,
-    the seed kept and each phase's planned makespan (ns)."""
+    the seed kept, each phase's planned makespan (ns) and the matching rule(s) of the kept
+    plans (`tacos.matching.RULES`, ``/``-joined when the phases differ)."""
 
     phases: list[Phase]
     routes: Routes
     origin: I64
     seed: int
     phases_ns: dict[str, float]
+    rule: str = ""
 
 
 def schedule(
@@ -184,6 +187,7 @@ def schedule(
     net = Net.of(topology)
     routes = Routes(net, fwd_b if forward else rev_b, cost)
     root = collective.root
+    rules_used: list[str] = []
 
     def solve(
         on: Net,
@@ -197,8 +201,8 @@ def schedule(
     ) -> tuple[Plan, list[Channel], list[Timed], int]:
         channels = build_channels(on, npus)
         timing = [time_channel(on, ch, nbytes, cost) for ch in channels]
-        best: tuple[Plan, int] | None = None
-        for i in range(seeds):
+        best: tuple[Plan, int, str] | None = None
+        for i, (s, rule) in enumerate(trials(channels, seed, seeds)):
             a = lo + (hi - lo) * i / seeds
             b = lo + (hi - lo) * (i + 1) / seeds
             plan = spread(
@@ -206,16 +210,18 @@ def schedule(
                 channels,
                 timing,
                 chunk_src,
-                seed=seed + i,
+                seed=s,
                 sink=sink,
                 progress=_scaled(say, a, b),
                 on_arrival=cost.on_arrival,
                 ready=ready,
                 busy_until=busy_until,
+                rule=rule,
             )
             if best is None or plan.makespan < best[0].makespan:
-                best = (plan, seed + i)
+                best = (plan, s, rule)
         assert best is not None
+        rules_used.append(best[2])
         return best[0], channels, timing, best[1]
 
     phases: list[Phase] = []
@@ -285,7 +291,7 @@ def schedule(
             np.array([tm.hops[0][2] for tm in at], dtype=np.int64),
         )
         phases = [dataclasses.replace(p, timing=timing) if p.forward else p for p in phases]
-    return Schedule(phases, routes, origin, used, phases_ns)
+    return Schedule(phases, routes, origin, used, phases_ns, "/".join(dict.fromkeys(rules_used)))
 
 
 def lowered(
