@@ -2,12 +2,16 @@
 peak memory, on the topologies the TACOS C++ reference was evaluated on, and a few more.
 
     python benchmarks/bench_tacos.py [--quick] [--big] [--verify] [--reference-model]
+    python benchmarks/bench_tacos.py --against-baselines [--seeds 0,1,2,3]
 
 ``--big`` adds the All-Gather on a 4,096-NPU 3D torus; ``--verify`` also times `verify`.
 ``--reference-model`` times the reference's rows under the reference's own link model (a link
 busy for latency + size / bandwidth, `CostModel.latency_holds_link`) and prints the times it
 reported next to collc's: only then are the µs comparable (collc's default link is a pipe,
 busy for the serialization only).
+``--against-baselines`` runs the rows where TACOS's greedy matching was behind a simpler
+algorithm (`AGAINST`) through `collc bench`'s runner, per seed: TACOS's simulated time over the
+best baseline's and over the lower bound, the rule that ran and the synthesis seconds.
 Synthesis seconds include lowering into the Program (not verification). The growth exponent is
 fitted on the 3D-torus All-Gather rows (seconds ~ NPUs^k).
 """
@@ -92,6 +96,24 @@ REFERENCE_US = {
     (f"mesh:8x8x8,{REF}", 3): 333.47,
     (f"mesh:8x8x8,{REF}", 1): 6765.2,
 }
+FRED_A = "fred:20,cfg=A"
+STACK = "stack:ring4*fc4*switch8,bw=[200GiB/s,100GiB/s,50GiB/s],lat=[100ns,200ns,500ns]"
+HETERO = "mesh:8x8,bw=[50GiB/s,12.5GiB/s]"
+# (spec, kind, size, chunks per NPU): TACOS against the baselines (--against-baselines)
+AGAINST = [
+    (spec, kind, size, c)
+    for c in (1, 4)
+    for spec, kind, size in (
+        ("switch:16", AR, 256 * MIB),
+        ("mesh:4x4", AR, 64 * MIB),
+        (FRED_A, AR, GIB),
+        ("fred:16,innet=no", AR, 16 * MIB),
+        ("fred:16,innet=no", AR, 256 * MIB),
+        (STACK, AG, GIB),
+        (HETERO, AR, 16 * MIB),
+        (HETERO, AR, 256 * MIB),
+    )
+]
 SCALING = [(f"torus:{k}x{k}x{k},{REF}", AG, 1, GIB, None) for k in (4, 6, 8, 10, 12)]
 BIG = [(f"torus:16x16x16,{REF}", AG, 1, GIB, None)]
 
@@ -158,6 +180,35 @@ def reference_model(quick: bool) -> None:
         )
 
 
+def against_baselines(seeds: list[int]) -> None:
+    """`AGAINST` per seed: TACOS / best baseline, TACOS / bound, rule, synthesis seconds."""
+    from collc.bench import run_bench
+
+    head = f"{'topology':<24} {'coll':<9} {'MiB':>5} {'c':>2} {'seed':>4} {'tacos µs':>11} {'best baseline':>26} {'/best':>7} {'/bound':>7} {'rule':<9} {'synth s':>7}"
+    print(head)
+    print("-" * len(head))
+    for spec, kind, size, c in AGAINST:
+        t = parse_topology(spec)
+        coll = Collective(kind, t.num_npus, chunks_for(kind, t.num_npus, c))
+        for seed in seeds:
+            rep = run_bench(spec, kind, [size], chunks_per_npu=c, seed=seed)
+            times = {
+                r.algorithm: r.time_ns for r in rep.rows if r.time_ns and r.model == "congestion"
+            }
+            tacos = times.pop("tacos")
+            best = min(times, key=lambda a: times[a])
+            t0 = time.perf_counter()
+            syn = synthesize(coll, t, chunk_bytes_for(coll, size), seed=seed)
+            secs = time.perf_counter() - t0
+            name = "stack" if spec == STACK else spec.split(",bw")[0]
+            print(
+                f"{name:<24} {kind.value:<9} {size // MIB:>5} {c:>2} {seed:>4} {tacos / 1e3:>11.2f} "
+                f"{best + ' ' + format(times[best] / 1e3, '.2f'):>26} {tacos / times[best]:>7.4f} "
+                f"{tacos / rep.bounds_ns[size][1]:>7.4f} {getattr(syn, 'rule', '') or '-':<9} {secs:>7.2f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="skip the 512-NPU rows")
@@ -168,7 +219,16 @@ def main() -> None:
         action="store_true",
         help="the reference's rows under its link model, next to the times it reported",
     )
+    ap.add_argument(
+        "--against-baselines",
+        action="store_true",
+        help="TACOS against the best baseline and the bound where it was behind, per seed",
+    )
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds for --against-baselines")
     args = ap.parse_args()
+    if args.against_baselines:
+        against_baselines([int(x) for x in args.seeds.split(",")])
+        return
     if args.reference_model:
         reference_model(args.quick)
         return
