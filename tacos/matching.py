@@ -77,9 +77,7 @@ def trials(channels: Sequence[Channel], seed: int, seeds: int) -> list[tuple[int
     the default rule and two or more search both."""
     first = default_rule(channels)
     other = RULES[1 - RULES.index(first)]
-    return [
-        (seed + i, other if seeds > 1 and i == seeds - 1 else first) for i in range(seeds)
-    ]
+    return [(seed + i, other if seeds > 1 and i == seeds - 1 else first) for i in range(seeds)]
 
 
 @dataclass
