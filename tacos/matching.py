@@ -324,10 +324,11 @@ def spread(
                         rest = cand & ~m
                         if rest:
                             cand = rest
-                        elif thin[ch]:
+                        elif thin[ch] and not masked:
                             # A switched path into v's fast neighbourhood: every candidate is
                             # already there, and a faster channel brings it; do not cross the
-                            # shared links with a copy.
+                            # shared links with a copy (not with groups: the faster path may
+                            # run through ranks that do not want the chunk).
                             continue
                 chosen = (off + j) % n
                 break
@@ -341,7 +342,7 @@ def spread(
                 cand = hu if sink >= 0 else hu & ~(has[v] | inc[v])
                 if masked and sink < 0:
                     cand &= wanted[v]
-                if hetero and sink < 0 and near[ch] and thin[ch]:
+                if hetero and sink < 0 and near[ch] and thin[ch] and not masked:
                     m = 0
                     for w in near[ch]:
                         m |= has[w] | inc[w]
