@@ -268,15 +268,12 @@ def schedule(
         # planned as if every chunk were ready at once, after it; or each chunk started where
         # and when the Reduce-Scatter finishes it, on links as they come free of it.
         # The second is skipped when the first is within 0.5% of the cheap lower bound (a
-        # bound for dense chunks only), and when the Reduce-Scatter finishes every chunk at
-        # once and frees every link by then: it would be the first plan, shifted.
+        # bound for dense chunks only).
         classic = rs_span + plan.makespan
         early: Plan | None = None
         if sized or classic > to_ps(allreduce_volume_bound_ns(net, npus, chunk_bytes, cf)) * 1.005:
             ready, busy_until = _finished(rs, routes, origin)
-            at_once = min(ready) == max(ready) >= max(busy_until.values(), default=0)
-            if not at_once:
-                early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, fwd_b, ready, busy_until)
+            early, e_chans, _e, _ = solve(net, src, -1, 0.5, 0.8, fwd_b, ready, busy_until)
         phases.append(Phase(rs, False, True))
         if early is not None and early.makespan < classic:
             phases.append(Phase(forward_phase(early, e_chans, routes), True, False))
