@@ -131,3 +131,6 @@ EXPLORE_AGENTS: dict[str, str] = {
     "rw": "random walk: one knob of the latest feasible point moved per step",
 }
 """``collc explore --agent`` (`explore.agents.AGENTS`)."""
+
+PROGRAM_FORMS = ("auto", "full", "symmetric")
+"""``collc synthesize --form``: the form of a program file (collc/program_files.py)."""

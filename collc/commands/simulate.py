@@ -18,6 +18,32 @@ from collc.printing import emit, phases, us, warn
 from topologies.errors import CollcError
 
 
+def _simulate_file(
+    path: Path, model: str, completion: str | None, as_json: bool, *, options_given: bool
+) -> None:
+    from collc.program_files import simulate_file
+
+    if model != "congestion" or options_given:
+        raise CollcError(
+            f"{path}: a program file simulates on its own topology and size under the "
+            "congestion model; only --completion and --json apply"
+        )
+    data = simulate_file(path, completion)
+
+    def human() -> None:
+        click.echo(
+            f"{path}: {data['form']} program on {data['topology']}: {us(data['finish_ns'])} "
+            f"(congestion, {data['completion']})"
+        )
+        if data["estimated_ns"]:
+            click.echo(
+                f"producer's estimate {us(data['estimated_ns'])}: simulated / estimated = "
+                f"{data['finish_ns'] / data['estimated_ns']:.4f}"
+            )
+
+    emit(as_json, data, human)
+
+
 @click.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @model_option
@@ -83,6 +109,26 @@ def simulate(
     as_json: bool,
 ) -> None:
     """Simulate an output folder's program on its topology."""
+    from chakra_ir.progfile import is_program_file
+
+    if is_program_file(folder):
+        _simulate_file(
+            folder,
+            model,
+            completion,
+            as_json,
+            options_given=bool(
+                topology
+                or size
+                or packet_size
+                or cut_through
+                or timeline
+                or plot
+                or gantt
+                or payload
+            ),
+        )
+        return
     from backends.sim import plot_gantt, plot_links, write_timeline
     from backends.sim.plots import require_matplotlib
     from collc import pipeline

@@ -28,6 +28,16 @@ if TYPE_CHECKING:
     from collc.producers import Progress
 
 
+def _print_file_summary(data: dict[str, Any]) -> None:
+    ratio = f", {data['ratio']:.3f}x the {data['lower_bound']} bound" if data["ratio"] else ""
+    click.echo(
+        f"wrote {data['file']} ({data['form']} form, {data['bytes']:,} bytes): "
+        f"{data['collective']} over {data['ranks']} ranks, {data['operations']:,} operations"
+        + (f" ({data['template_operations']:,} per rank)" if data["template_operations"] else "")
+    )
+    click.echo(f"estimated {data['estimated_ns'] / 1000:.3f} us{ratio}")
+
+
 def _check_groups_flags(groups: str, independent: bool) -> None:
     if independent and not groups:
         raise CollcError("--groups-independent needs --groups")
@@ -97,7 +107,22 @@ def _groups_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of randomized choices.")
 @click.option("--seeds", type=int, default=1, show_default=True, help="Keep the best of K seeds.")
 @completion_option(DEFAULT_COMPLETION.value)
-@click.option("--output", "-o", "out", type=click.Path(path_type=Path), required=True)
+@click.option(
+    "--output",
+    "-o",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="An ET folder, or a program file NAME.collcp (docs/symmetric.md).",
+)
+@click.option(
+    "--form",
+    type=click.Choice(registry.PROGRAM_FORMS),
+    default="auto",
+    show_default=True,
+    help="A program file's form: symmetric where TACOS can synthesize in orbit form (auto), "
+    "or always full / symmetric.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @max_transfers_option("programs")
@@ -124,6 +149,7 @@ def synthesize(
     seeds: int,
     completion: str,
     out: Path,
+    form: str,
     as_json: bool,
     quiet: bool,
     max_transfers: int,
@@ -158,6 +184,16 @@ def synthesize(
         converter=converter or "sw",
     )
     phase = phases(quiet or as_json)
+    if out.suffix == ".collcp":
+        from collc.program_files import synthesize_file
+
+        phase(f"synthesizing into {out}")
+        data = synthesize_file(req, out, form)
+        phase(None)
+        emit(as_json, data, lambda: _print_file_summary(data))
+        return
+    if form != "auto":
+        raise CollcError(f"--form {form} applies to a program file (-o NAME.collcp)")
     phase("reading the topology")
     result = pipeline.synthesize(req, progress=_progress(quiet or as_json))
     phase(f"writing {result.program.num_ranks} ET files into {out}")

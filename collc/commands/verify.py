@@ -20,8 +20,23 @@ def verify_cmd(folder: Path, as_json: bool) -> None:
     A folder of ET files from another tool (no manifest) gets the checks that need no collc
     attributes: structure and progress.
     """
+    from chakra_ir.progfile import is_program_file
     from collc import pipeline
 
+    if is_program_file(folder):
+        from collc.program_files import verify_file
+
+        fd = verify_file(folder)
+        emit(
+            as_json,
+            fd,
+            lambda: click.echo(
+                f"{folder}: ok: {fd['form']} {fd['collective']} over {fd['ranks']} ranks, "
+                f"{fd['operations']} operations, {fd['messages']} messages "
+                f"({', '.join(fd['checks'])})"
+            ),
+        )
+        return
     phase = phases(as_json)
     phase(f"reading and verifying {folder}")
     if folder.is_dir() and not (folder / registry.MANIFEST).exists() and any(folder.glob("*.et")):
