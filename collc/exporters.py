@@ -130,12 +130,25 @@ def _fred(
     return export_fred(program, topology, manifest, out, options)
 
 
+def _chakra_et(
+    program: Program, topology: Topology, manifest: Manifest, out: Path, o: ExportOptions
+) -> list[Path]:
+    from chakra_ir.et.codec import write_et_files
+
+    rm = manifest.extra.get("reduce_micros")
+    reduce_micros = rm if isinstance(rm, int) else 0
+    return write_et_files(
+        program, out, manifest.et_prefix, manifest.chunk_bytes, reduce_micros=reduce_micros
+    )
+
+
 EXPORTERS: dict[str, Exporter] = {
     "msccl-xml": _msccl_xml,
     "astra-sim": _astra_sim,
     "mesh": _hwprog("mesh"),
     "torus": _hwprog("torus"),
     "fred": _fred,
+    "chakra-et": _chakra_et,
 }
 
 

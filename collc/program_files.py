@@ -196,3 +196,18 @@ def format_rank(one: Program, rank: int) -> str:
     lines.append(f"rank {rank} input={i} output={o} scratch={sc}")
     lines += [f"  {local} {format_op(op)}" for local, op in enumerate(one.ops(rank))]
     return "\n".join(lines) + "\n"
+
+
+def export_file(path: Path, out: Path) -> list[Path]:
+    """A program file's per-rank Chakra ET files in ``out``; a symmetric one is streamed one
+    rank at a time (`chakra_ir.symmetric_export`)."""
+    from chakra_ir.et.codec import write_et_files
+    from chakra_ir.progfile import read_program_file
+    from chakra_ir.symmetric_export import write_symmetric_et_files
+
+    pf = read_program_file(path)
+    p = pf.program
+    prefix = p.collective.kind.value
+    if isinstance(p, SymmetricProgram):
+        return write_symmetric_et_files(p, out, prefix, pf.chunk_bytes)
+    return write_et_files(p, out, prefix, pf.chunk_bytes)

@@ -96,7 +96,7 @@ SIM_MODELS: dict[str, str] = {
 }
 """Simulation models by name, with their descriptions (`backends.sim.MODELS`)."""
 
-EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus", "fred")
+EXPORT_TARGETS = ("msccl-xml", "astra-sim", "mesh", "torus", "fred", "chakra-et")
 """`collc.exporters.EXPORTERS`, in order."""
 
 CONVERTERS = ("sw", "hw")

@@ -124,3 +124,25 @@ def test_bad_files(tmp_path: Path) -> None:
     p2 = read_program_file(again).program
     assert isinstance(p2, SymmetricProgram) and isinstance(pf.program, SymmetricProgram)
     assert all((p2.columns[k] == pf.program.columns[k]).all() for k in p2.columns)
+
+
+def test_export_streams_et_files(tmp_path: Path) -> None:
+    out, _ = _synth(tmp_path, "hypercube:3", "allgather", "--chunks-per-npu", "2")
+    code, text = _run("export", str(out), "--target", "chakra-et", "-o", str(tmp_path / "et"))
+    assert code == 0, text
+    files = sorted((tmp_path / "et").glob("allgather.*.et"))
+    assert len(files) == 8
+    pf = read_program_file(out)
+    assert isinstance(pf.program, SymmetricProgram)
+    from chakra_ir.et.codec import decode_program
+
+    assert decode_program(files) == pf.program.expand()
+    code, text = _run("export", str(out), "--target", "astra-sim", "-o", str(tmp_path / "a"))
+    assert code == 2 and "chakra-et only" in text
+    folder = tmp_path / "f"
+    assert _run("synthesize", "-t", "ring:4", "-c", "allgather", "-o", str(folder))[0] == 0
+    code, text = _run("export", str(folder), "--target", "chakra-et", "-o", str(tmp_path / "e2"))
+    assert code == 0, text
+    assert [p.read_bytes() for p in sorted((tmp_path / "e2").glob("*.et"))] == [
+        p.read_bytes() for p in sorted(folder.glob("*.et"))
+    ]

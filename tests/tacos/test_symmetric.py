@@ -3,13 +3,17 @@ verifier accepts, and simulates in its own form to the full simulator's time exa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from backends.sim import simulate
 from chakra_ir.collective import Collective, CollectiveKind
+from chakra_ir.et.codec import decode_program, write_et_files
 from chakra_ir.program import OpKind
 from chakra_ir.symmetric import SymmetricProgram, TranslationGroup
+from chakra_ir.symmetric_export import write_symmetric_et_files
 from chakra_ir.verify import verify
 from chakra_ir.verify_error import VerifyError
 from chakra_ir.verify_symmetric import verify_symmetric
@@ -169,3 +173,15 @@ def test_verify_refuses_deadlock_and_race() -> None:
     )
     with pytest.raises(VerifyError, match=r"semantics|races"):
         verify_symmetric(free)
+
+
+@pytest.mark.parametrize(("spec", "kind"), [("torus:3x4", AR), ("hypercube:3", AG), ("fc:4", AR)])
+def test_streamed_et_files_equal_the_full_export(
+    tmp_path: Path, spec: str, kind: CollectiveKind
+) -> None:
+    topo = parse_topology(spec)
+    sp = synthesize_symmetric(_collective(kind, topo.num_npus, 2), topo, 1 << 20)
+    mine = write_symmetric_et_files(sp, tmp_path / "a", "x", 1 << 19)
+    full = write_et_files(sp.expand(), tmp_path / "b", "x", 1 << 19)
+    assert [p.read_bytes() for p in mine] == [p.read_bytes() for p in full]
+    assert decode_program(mine) == sp.expand()
