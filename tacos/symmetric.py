@@ -112,11 +112,22 @@ def _targets(group: TranslationGroup, k: int, g: int) -> I64:
 def match_allgather(
     sym: Symmetry, topology: Topology, k: int, chunk_bytes: float, cost: CostModel, seed: int
 ) -> OrbitPlan:
-    """The orbit matching of an All-Gather of ``k`` chunks per rank (module docstring)."""
+    """The orbit matching of an All-Gather of ``k`` chunks per rank (module docstring). Even
+    seeds pick uniformly among the candidates; odd seeds first keep those that fewest of the
+    receiver's other in-neighbours hold or expect."""
     group = sym.group
     m = group.order * k
     hops = [cost.hop_ps(topology.links[j], chunk_bytes) for j in sym.links]
     tgt = [_targets(group, k, g) for g in sym.directions]
+    # odd seeds: prefer offsets that receiver g's other in-neighbours g - h, which see it as
+    # (d + g - h, i), do not hold or expect (TACOS's even-seed rule, here on odd seeds)
+    spread_rule = seed % 2 == 1
+    spread: list[list[I64]] = [
+        [_targets(group, k, int(group.sub(g, h)[0])) for h in sym.directions if h != g]
+        if spread_rule
+        else []
+        for g in sym.directions
+    ]
     known_at = np.full(m, -1, dtype=np.int64)
     known_at[:k] = 0
     free = [0] * len(hops)
@@ -141,6 +152,11 @@ def match_allgather(
             cand = np.flatnonzero(held & (known_at[tgt[j]] < 0))
             if len(cand) == 0:
                 continue
+            if spread_rule and len(cand) > 1 and spread[j]:
+                held_near = np.zeros(len(cand), dtype=np.int64)
+                for near in spread[j]:
+                    held_near += known_at[near[cand]] >= 0
+                cand = cand[held_near == held_near.min()]
             x = int(cand[rng.integers(len(cand))])
             y = int(tgt[j][x])
             known_at[y] = t + arr
@@ -180,6 +196,15 @@ class _Template:
         new_id[order] = np.arange(len(order))
         table = np.array([self.rows[j][3] for j in order], dtype=np.int32).reshape(-1, 8)
         dep_lists = [sorted(int(new_id[d]) for d in self.rows[j][4]) for j in order]
+        # Timing: each send also waits for the last receive planned no later than its start,
+        # so that it joins its link's queue in planned order and never early (TACOS's tdep).
+        last_recv = -1
+        for pos, j in enumerate(order):
+            kind = self.rows[j][3][0]
+            if kind in (int(OpKind.RECV), int(OpKind.RECV_REDUCE)):
+                last_recv = pos
+            elif kind == int(OpKind.SEND) and last_recv >= 0 and last_recv not in dep_lists[pos]:
+                dep_lists[pos] = sorted([*dep_lists[pos], last_recv])
         offsets = np.zeros(len(order) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(x) for x in dep_lists])
         deps = np.fromiter(

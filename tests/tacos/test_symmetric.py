@@ -19,7 +19,7 @@ from chakra_ir.verify_error import VerifyError
 from chakra_ir.verify_symmetric import verify_symmetric
 from tacos import TacosError
 from tacos.bounds import lower_bounds
-from tacos.symmetric import symmetry_of, synthesize_symmetric
+from tacos.symmetric import match_allgather, symmetry_of, synthesize_symmetric
 from tacos.symmetric_timing import replay_symmetric
 from topologies import parse_topology
 from topologies.cost_model import Completion, CostModel
@@ -185,3 +185,17 @@ def test_streamed_et_files_equal_the_full_export(
     full = write_et_files(sp.expand(), tmp_path / "b", "x", 1 << 19)
     assert [p.read_bytes() for p in mine] == [p.read_bytes() for p in full]
     assert decode_program(mine) == sp.expand()
+
+
+@pytest.mark.parametrize("spec", ["torus:8x8", "torus:4x4x4", "hypercube:5", "ring:9", "fc:6"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_replay_keeps_the_plan(spec: str, seed: int) -> None:
+    """The timing dependencies keep every send at its planned start: the All-Gather's
+    replayed time is its planned makespan."""
+    topo = parse_topology(spec)
+    c = _collective(AG, topo.num_npus, 2)
+    sym = symmetry_of(topo, c)
+    assert sym is not None
+    plan = match_allgather(sym, topo, 2, 1 << 20, CostModel(), seed)
+    sp = synthesize_symmetric(c, topo, 1 << 20, seed=seed)
+    assert sp.planned_ns * 1000 == pytest.approx(plan.makespan_ps, abs=0.5)
