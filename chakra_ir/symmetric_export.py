@@ -17,11 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from chakra_ir.et import layout
+from chakra_ir.et.codec import write_rank_pieces
 from chakra_ir.et.fastwrite import serialize_nodes
-from chakra_ir.et.framing import RankFileWriter
 from chakra_ir.program import Program
 from chakra_ir.symmetric import SymmetricProgram
-from topologies.errors import CollcError
 
 
 def rank_program(sp: SymmetricProgram, rank: int) -> Program:
@@ -80,13 +79,9 @@ def write_symmetric_et_files(
 ) -> list[Path]:
     """Write ``<out_dir>/<prefix>.<rank>.et`` for every rank of ``sp`` (each under a
     temporary name, renamed), one rank in memory at a time; the paths by rank."""
-    if not prefix or "/" in prefix or os.sep in prefix:
-        raise CollcError(f"ET prefix must be a plain file name stem, got {prefix!r}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{prefix}.{rank}.et" for rank in range(sp.num_ranks)]
-    with RankFileWriter(paths) as w:
-        for rank, pieces in iter_symmetric_rank_files(sp, chunk_bytes, reduce_micros=reduce_micros):
-            for piece in pieces:
-                w.write(rank, piece)
-    return paths
+    pieces = (
+        (rank, piece)
+        for rank, parts in iter_symmetric_rank_files(sp, chunk_bytes, reduce_micros=reduce_micros)
+        for piece in parts
+    )
+    return write_rank_pieces(out_dir, prefix, sp.num_ranks, pieces)

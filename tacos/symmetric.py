@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from chakra_ir.collective import Buffer, Collective, CollectiveKind
 from chakra_ir.program import OpKind
-from chakra_ir.symmetric import SymmetricProgram, TranslationGroup
+from chakra_ir.symmetric import TEMPLATE_COLUMNS, SymmetricProgram, TranslationGroup
 from tacos.errors import TacosError
 from tacos.symmetric_timing import replay_symmetric
 from topologies.cost_model import DEFAULT_COST_MODEL, CostModel
@@ -210,17 +210,7 @@ class _Template:
         deps = np.fromiter(
             (d for x in dep_lists for d in x), dtype=np.int32, count=int(offsets[-1])
         )
-        names = (
-            "kind",
-            "direction",
-            "src_buf",
-            "src_elem",
-            "src_i",
-            "dst_buf",
-            "dst_elem",
-            "dst_i",
-        )
-        cols = {nm: np.ascontiguousarray(table[:, i]) for i, nm in enumerate(names)}
+        cols = {nm: np.ascontiguousarray(table[:, i]) for i, nm in enumerate(TEMPLATE_COLUMNS)}
         return SymmetricProgram(collective, sym.group, k, cols, offsets, deps, name, ns)
 
 

@@ -93,14 +93,27 @@ def write_et_files(
     """Write ``<out_dir>/<prefix>.<rank>.et`` for every rank (each through a temporary file
     renamed into place) and return the paths by rank. Creates ``out_dir``. Memory is bounded
     by a batch of ranks. Raises EtEncodeError as `encode_program` does."""
+    pieces = iter_rank_files(program, chunk_bytes, reduce_micros=reduce_micros)
+    return write_rank_pieces(out_dir, prefix, program.num_ranks, pieces)
+
+
+def write_rank_pieces(
+    out_dir: str | os.PathLike[str],
+    prefix: str,
+    num_ranks: int,
+    pieces: Iterable[tuple[int, bytes | memoryview]],
+) -> list[Path]:
+    """Write ``<out_dir>/<prefix>.<rank>.et`` for ranks ``0..num_ranks-1`` from ``(rank,
+    bytes)`` pieces, appended in the order given (each file under a temporary name, renamed
+    when all are written); the paths by rank. The one place ET files reach the disk."""
     if not prefix or "/" in prefix or os.sep in prefix:
         raise CollcError(f"ET prefix must be a plain file name stem, got {prefix!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{prefix}.{rank}.et" for rank in range(program.num_ranks)]
+    paths = [out / f"{prefix}.{rank}.et" for rank in range(num_ranks)]
     with RankFileWriter(paths) as w:
-        for rank, chunk in iter_rank_files(program, chunk_bytes, reduce_micros=reduce_micros):
-            w.write(rank, chunk)
+        for rank, piece in pieces:
+            w.write(rank, piece)
     return paths
 
 
