@@ -230,6 +230,17 @@ def _readme(plan: BundlePlan, topology: Topology) -> str:
         if plan.group
         else []
     )
+    version_note = (
+        [
+            "",
+            "Reduce-scatter: ASTRA-sim reads reduce-scatter-implementation-custom from commit",
+            "a84fa60 (Nov 2025, 'Create CollectiveImplLookup') on. Older builds ignore the key",
+            "without a word and run their native reduce-scatter (ring here), so their time is",
+            "not this program's.",
+        ]
+        if c.kind is CollectiveKind.REDUCE_SCATTER
+        else []
+    )
     reductions = (
         [f"Reductions are COMP nodes of {o.reduce_micros} us."]
         if o.reduce_micros
@@ -288,6 +299,7 @@ def _readme(plan: BundlePlan, topology: Topology) -> str:
         "bandwidth of the LOWEST dimension in which its NPUs differ, without contention;",
         "ASTRA-sim writes its logs to ./log.",
         *group_note,
+        *version_note,
         *_process_groups_note(c),
     ]
     return "\n".join(lines) + "\n"

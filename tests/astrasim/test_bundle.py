@@ -131,6 +131,10 @@ def test_bundle(
         "--model astra-aware" in x and "AstraSim_Analytical_Congestion_Aware" in x for x in lines
     )
     assert "sys[i] finished" in readme
+    # ASTRA-sim before a84fa60 ignores the reduce-scatter custom key: said for those only.
+    assert ("reduce-scatter-implementation-custom" in readme) == (
+        kind is CollectiveKind.REDUCE_SCATTER
+    )
     marker = load_json(out / BUNDLE_MARKER)
     assert marker["target"] == "astra-sim"
     assert marker["workload_comm_size"] == expected_size
