@@ -13,6 +13,7 @@ pickles) with one member ``header``: UTF-8 JSON as bytes, whose fields are
 | ``topology`` | the topology spec it was made for ("" when unknown) |
 | ``chunk_bytes`` | bytes per chunk (a positive integer) |
 | ``planned_ns`` | the producer's estimate (0 when unknown) |
+| ``completion`` | the send-completion rule it was made and timed under (``on-arrival`` or ``on-departure``); absent: the default rule |
 | ``shape``, ``block`` | symmetric form: the translation group's shape and the slots per block |
 
 and the arrays: symmetric form, the template columns (`TEMPLATE_COLUMNS`), ``dep_offsets`` and
@@ -37,6 +38,7 @@ from chakra_ir.collective import collective_from_dict, collective_to_dict
 from chakra_ir.program import COLUMNS, Program
 from chakra_ir.symmetric import TEMPLATE_COLUMNS, SymmetricProgram, TranslationGroup
 from topologies.atomic import write_atomically
+from topologies.cost_model import DEFAULT_COMPLETION, Completion
 from topologies.errors import CollcError
 
 FORMAT = "collc-program"
@@ -56,6 +58,9 @@ class ProgramFile:
     topology: str
     chunk_bytes: int
     planned_ns: float
+    completion: str = DEFAULT_COMPLETION.value
+    """The send-completion rule the program was synthesized and timed under
+    (`topologies.cost_model.Completion`); a file without it reads as the default rule."""
 
 
 def write_program_file(
@@ -65,6 +70,7 @@ def write_program_file(
     chunk_bytes: int,
     topology: str = "",
     planned_ns: float | None = None,
+    completion: str = DEFAULT_COMPLETION.value,
 ) -> None:
     """Write ``program`` to ``path`` (module docstring), atomically."""
     header: dict[str, Any] = {
@@ -74,6 +80,7 @@ def write_program_file(
         "name": program.name,
         "topology": topology,
         "chunk_bytes": int(chunk_bytes),
+        "completion": Completion.parse(completion).value,
     }
     arrays: dict[str, Any]
     if isinstance(program, SymmetricProgram):
@@ -137,6 +144,14 @@ def read_program_file(path: str | Path) -> ProgramFile:
         raise bad(f"planned_ns must be a finite number >= 0, got {planned!r}")
     if not isinstance(topology, str):
         raise bad("topology must be a string")
+    completion = header.get("completion", DEFAULT_COMPLETION.value)
+    try:
+        completion = Completion.parse(completion).value if isinstance(completion, str) else None
+    except ValueError:
+        completion = None
+    if completion is None:
+        choices = ", ".join(c.value for c in Completion)
+        raise bad(f"completion must be one of {choices}, got {header.get('completion')!r}")
     collective = collective_from_dict(header.get("collective") or {})
     name = str(header.get("name", ""))
 
@@ -164,7 +179,7 @@ def read_program_file(path: str | Path) -> ProgramFile:
         if len(offs) != t + 1 or offs[0] != 0 or offs[-1] != len(deps) or (np.diff(offs) < 0).any():
             raise bad("dep_offsets do not describe the deps")
         sp = SymmetricProgram(collective, group, block, cols, offs, deps, name, float(planned))
-        return ProgramFile(sp, topology, chunk, float(planned))
+        return ProgramFile(sp, topology, chunk, float(planned), completion)
     if form != "full":
         raise bad(f"form must be 'symmetric' or 'full', got {form!r}")
     ro = arr("rank_offsets")
@@ -184,4 +199,4 @@ def read_program_file(path: str | Path) -> ProgramFile:
     if sizes.size != 3 * collective.num_ranks:
         raise bad("buffer_sizes must hold 3 numbers per rank")
     program = Program.from_columns(collective, ro, columns, offs, deps, sizes, r_off, r_nodes, name)
-    return ProgramFile(program, topology, chunk, float(planned))
+    return ProgramFile(program, topology, chunk, float(planned), completion)

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chakra_ir.program import Program
 from chakra_ir.symmetric import SymmetricProgram
 from collc.request import Request
-from topologies.cost_model import DEFAULT_COMPLETION
 from topologies.errors import CollcError
+
+if TYPE_CHECKING:
+    from collc.exporters import ExportOptions
 
 
 def synthesize_file(req: Request, out: Path, form: str) -> dict[str, Any]:
@@ -49,7 +51,13 @@ def synthesize_file(req: Request, out: Path, form: str) -> dict[str, Any]:
             ]
             symmetric = min(tries, key=lambda p: p.planned_ns)
             verify_symmetric(symmetric)
-            write_program_file(out, symmetric, chunk_bytes=chunk, topology=topology.spec)
+            write_program_file(
+                out,
+                symmetric,
+                chunk_bytes=chunk,
+                topology=topology.spec,
+                completion=req.completion,
+            )
             estimate = symmetric.planned_ns
             bound = lower_bounds(
                 req.collective, topology, req.size_bytes, chunks_per_npu=req.chunks_per_npu
@@ -70,6 +78,7 @@ def synthesize_file(req: Request, out: Path, form: str) -> dict[str, Any]:
             chunk_bytes=result.manifest.chunk_bytes,
             topology=topology.spec,
             planned_ns=estimate,
+            completion=req.completion,
         )
         bound = result.bound
         ops, ranks, template = result.program.num_ops, result.program.num_ranks, 0
@@ -132,7 +141,7 @@ def simulate_file(path: Path, completion: str | None) -> dict[str, Any]:
     if not pf.topology:
         raise CollcError(f"{path}: the program file names no topology to simulate on")
     topology = parse_topology(pf.topology)
-    cost = cost_model_for(completion or DEFAULT_COMPLETION.value)
+    cost = cost_model_for(completion or pf.completion)
     p = pf.program
     t0 = time.perf_counter()
     if isinstance(p, SymmetricProgram):
@@ -198,16 +207,56 @@ def format_rank(one: Program, rank: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_file(path: Path, out: Path) -> list[Path]:
-    """A program file's per-rank Chakra ET files in ``out``; a symmetric one is streamed one
-    rank at a time (`chakra_ir.symmetric_export`)."""
+EXPAND_LIMIT = 20_000_000
+"""Operations up to which `export_file` expands a symmetric program for a target other than
+chakra-et (about 2 GiB of columns); chakra-et streams any size."""
+
+
+def export_file(
+    path: Path,
+    out: Path,
+    target: str = "chakra-et",
+    *,
+    topology: str | None = None,
+    force: bool = False,
+    options: ExportOptions | None = None,
+) -> list[Path]:
+    """Export a program file as ``collc export`` does an ET folder. chakra-et writes the
+    per-rank Chakra ET files, a symmetric program streamed one rank at a time
+    (`chakra_ir.symmetric_export`); the other targets take the full program (a symmetric one
+    expanded, refused above `EXPAND_LIMIT` operations) and a manifest made from the file's
+    header."""
     from chakra_ir.et.codec import write_et_files
+    from chakra_ir.outdir import Manifest
     from chakra_ir.progfile import read_program_file
     from chakra_ir.symmetric_export import write_symmetric_et_files
+    from collc.exporters import EXPORTERS, ExportOptions
+    from collc.folders import topology_of
 
     pf = read_program_file(path)
     p = pf.program
     prefix = p.collective.kind.value
+    if target == "chakra-et":
+        if isinstance(p, SymmetricProgram):
+            return write_symmetric_et_files(p, out, prefix, pf.chunk_bytes)
+        return write_et_files(p, out, prefix, pf.chunk_bytes)
+    if not pf.topology and topology is None:
+        raise CollcError(f"{path}: the program file names no topology; pass --topology")
     if isinstance(p, SymmetricProgram):
-        return write_symmetric_et_files(p, out, prefix, pf.chunk_bytes)
-    return write_et_files(p, out, prefix, pf.chunk_bytes)
+        if p.num_ops > EXPAND_LIMIT:
+            raise CollcError(
+                f"{path}: {target} needs the full program, {p.num_ops:,} operations (more than "
+                f"{EXPAND_LIMIT:,}); --target chakra-et streams any size"
+            )
+        p = p.expand()
+    manifest = Manifest(
+        collective=p.collective,
+        topology=pf.topology or str(topology),
+        size_bytes=p.collective.size_chunks * pf.chunk_bytes,
+        chunk_bytes=pf.chunk_bytes,
+        et_prefix=prefix,
+        algorithm=p.name,
+        completion=pf.completion,
+    )
+    topo = topology_of(manifest, topology, force=force)
+    return EXPORTERS[target](p, topo, manifest, out, options or ExportOptions())

@@ -11,7 +11,6 @@ import click
 from collc import registry
 from collc.options import size_callback
 from collc.printing import emit
-from topologies.errors import CollcError
 
 
 @click.command()
@@ -102,39 +101,38 @@ def export(
 
     mesh and torus write a hardware program (docs/hardware.md): mesh accepts meshes, torus
     accepts tori, rings and stacks of rings. fred writes the µSwitch configurations of every
-    switch of fred:N per phase (docs/fred.md). chakra-et writes the per-rank Chakra ET files;
-    it is the one target of a program file (NAME.collcp), streamed one rank at a time."""
+    switch of fred:N per phase (docs/fred.md). chakra-et writes the per-rank Chakra ET files.
+    FOLDER may be a program file (NAME.collcp): chakra-et streams a symmetric one a rank at a
+    time; the other targets export the full program (a symmetric one expanded)."""
     from chakra_ir.progfile import is_program_file
     from collc import pipeline
     from collc.exporters import EXPORTERS, ExportOptions
 
+    options = ExportOptions(
+        fusion,
+        protocol,
+        coll,
+        min_bytes or 0,
+        max_bytes or 0,
+        vcs=vcs,
+        packet_bytes=packet_size,
+        buffer_depth=buffer_depth,
+        link_width=link_width,
+        clock_ghz=clock,
+        router_cycles=router_cycles,
+        force=force,
+        fred_m=fred_m,
+        fred_fix=fred_fix,
+        config_memory=config_memory,
+        priority=priority,
+    )
     if is_program_file(folder):
         from collc.program_files import export_file
 
-        if target != "chakra-et":
-            raise CollcError(f"{folder}: a program file exports to chakra-et only")
-        files = export_file(folder, out)
+        files = export_file(folder, out, target, topology=topology, force=force, options=options)
     else:
         manifest, program, _ = pipeline.load(folder)
         topo = pipeline.topology_of(manifest, topology, force=force)
-        options = ExportOptions(
-            fusion,
-            protocol,
-            coll,
-            min_bytes or 0,
-            max_bytes or 0,
-            vcs=vcs,
-            packet_bytes=packet_size,
-            buffer_depth=buffer_depth,
-            link_width=link_width,
-            clock_ghz=clock,
-            router_cycles=router_cycles,
-            force=force,
-            fred_m=fred_m,
-            fred_fix=fred_fix,
-            config_memory=config_memory,
-            priority=priority,
-        )
         files = EXPORTERS[target](program, topo, manifest, out, options)
     data = {"target": target, "folder": str(folder), "files": [str(f) for f in files]}
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from backends.sim import simulate
+from chakra_ir.et.codec import decode_program
 from chakra_ir.progfile import ProgramFileError, read_program_file, write_program_file
 from chakra_ir.symmetric import SymmetricProgram
 from chakra_ir.text import format_program
@@ -93,6 +94,7 @@ def test_bad_files(tmp_path: Path) -> None:
         ("format", "zip", "format is 'zip'"),
         ("chunk_bytes", -1, "chunk_bytes"),
         ("form", "odd", "form must be"),
+        ("completion", "eventually", "completion must be one of"),
     ):
         bad = dict(arrays)
         h = {**header, key: value}
@@ -134,11 +136,12 @@ def test_export_streams_et_files(tmp_path: Path) -> None:
     assert len(files) == 8
     pf = read_program_file(out)
     assert isinstance(pf.program, SymmetricProgram)
-    from chakra_ir.et.codec import decode_program
-
     assert decode_program(files) == pf.program.expand()
+    # Another target takes the expanded program: the bundle's custom ETs are that program.
     code, text = _run("export", str(out), "--target", "astra-sim", "-o", str(tmp_path / "a"))
-    assert code == 2 and "chakra-et only" in text
+    assert code == 0, text
+    custom = sorted((tmp_path / "a" / "collective").glob("allgather.*.et"))
+    assert decode_program(custom) == pf.program.expand()
     folder = tmp_path / "f"
     assert _run("synthesize", "-t", "ring:4", "-c", "allgather", "-o", str(folder))[0] == 0
     code, text = _run("export", str(folder), "--target", "chakra-et", "-o", str(tmp_path / "e2"))
@@ -146,3 +149,44 @@ def test_export_streams_et_files(tmp_path: Path) -> None:
     assert [p.read_bytes() for p in sorted((tmp_path / "e2").glob("*.et"))] == [
         p.read_bytes() for p in sorted(folder.glob("*.et"))
     ]
+
+
+def test_export_of_a_program_file_equals_the_folders(tmp_path: Path) -> None:
+    """A full-form file exports to MSCCL XML exactly as the ET folder of the same request."""
+    out, data = _synth(tmp_path, "mesh:3x3", "allgather", "--size", "9MiB")
+    assert data["form"] == "full"
+    folder = tmp_path / "f"
+    args = ("-t", "mesh:3x3", "-c", "allgather", "--size", "9MiB", "-o", str(folder))
+    assert _run("synthesize", *args)[0] == 0
+    for src, dst in ((out, "x1"), (folder, "x2")):
+        code, text = _run("export", str(src), "--target", "msccl-xml", "-o", str(tmp_path / dst))
+        assert code == 0, text
+    one = sorted((tmp_path / "x1").glob("*.xml"))
+    assert one and [f.read_bytes() for f in one] == [
+        f.read_bytes() for f in sorted((tmp_path / "x2").glob("*.xml"))
+    ]
+
+
+def test_export_refuses_to_expand_a_huge_symmetric_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import collc.program_files as files
+
+    out, _ = _synth(tmp_path, "torus:4x4", "allgather")
+    monkeypatch.setattr(files, "EXPAND_LIMIT", 100)
+    code, text = _run("export", str(out), "--target", "msccl-xml", "-o", str(tmp_path / "x"))
+    assert code == 2 and "more than 100" in text and len(text.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+    code, text = _run("export", str(out), "--target", "chakra-et", "-o", str(tmp_path / "e"))
+    assert code == 0, text
+
+
+@pytest.mark.parametrize("rule", ["on-arrival", "on-departure"])
+def test_the_file_keeps_its_completion_rule(tmp_path: Path, rule: str) -> None:
+    """simulate times a file under the rule it was synthesized under unless told otherwise."""
+    for spec in ("ring:6", "mesh:2x3"):
+        out, _ = _synth(tmp_path, spec, "allgather", "--completion", rule)
+        assert read_program_file(out).completion == rule
+        code, text = _run("simulate", str(out), "--json")
+        assert code == 0, text
+        assert json.loads(text)["completion"] == rule
